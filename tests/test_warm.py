@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from gyms.warm import WarmCrash, WarmProcess, WarmTimeout
+
+ECHO = """
+import json, sys, time
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    if "sleep" in req: time.sleep(req["sleep"])
+    if "exit" in req: sys.exit(req["exit"])
+    if "junk" in req: print("not json", flush=True); continue
+    print(json.dumps({"echo": req}), flush=True)
+"""
+
+
+@pytest.fixture
+def checker():
+    proc = WarmProcess([sys.executable, "-c", ECHO], "echo", memory_mb=512)
+    yield proc
+    proc.close()
+
+
+def test_answers_requests_on_one_warm_process(checker):
+    for i in range(20):
+        assert checker.request({"i": i}, timeout_s=5) == {"echo": {"i": i}}
+    assert checker.starts == 1
+
+
+def test_a_stuck_checker_is_killed_and_restarted(checker):
+    with pytest.raises(WarmTimeout):
+        checker.request({"sleep": 30}, timeout_s=0.5)
+    assert checker.request({"i": 1}, timeout_s=5) == {"echo": {"i": 1}}
+    assert checker.starts == 2
+
+
+@pytest.mark.parametrize("request_", [{"exit": 3}, {"junk": 1}])
+def test_a_crash_or_garbage_is_reported_and_restarted(checker, request_):
+    with pytest.raises(WarmCrash, match="echo checker failed"):
+        checker.request(request_, timeout_s=5)
+    assert checker.request({"i": 2}, timeout_s=5) == {"echo": {"i": 2}}
+
+
+@pytest.mark.parametrize(("first_line", "problem"), [("hello", "unreadable reply"), ('{"x": 1}', "expected")])
+def test_a_program_that_never_gets_ready_is_a_crash(first_line, problem):
+    proc = WarmProcess([sys.executable, "-c", f"print({first_line!r})"], "bad")
+    with pytest.raises(WarmCrash, match=problem):
+        proc.request({}, timeout_s=5)

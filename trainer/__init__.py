@@ -1,0 +1,1 @@
+"""The GRPO trainer: a synchronous baseline and the asynchronous pipeline."""
