@@ -165,8 +165,18 @@ class Sandbox:
             uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
         return Workdir(prefix, uid)
 
-    def command(self, argv: Sequence[str], workdir: Workdir, limits: Limits | None = None) -> list[str]:
-        """The full host command line: rlimits, then bwrap (if used), then `argv`."""
+    def command(
+        self,
+        argv: Sequence[str],
+        workdir: Workdir,
+        limits: Limits | None = None,
+        shared: Sequence[Path] = (),
+    ) -> list[str]:
+        """The full host command line: rlimits, then bwrap (if used), then `argv`.
+
+        `shared` directories stay writable inside the sandbox (a compiler cache shared by
+        episodes); they must be writable by every sandbox uid (mode 1777).
+        """
         lim = limits or self.limits
         processes = lim.processes
         if workdir.uid is None:
@@ -185,7 +195,7 @@ class Sandbox:
         prefix = ["prlimit", *rlimits, "--"]
         if self.backend == "process":
             return [*prefix, *argv]
-        return [*prefix, *_bwrap_args(workdir, lim), *argv]
+        return [*prefix, *_bwrap_args(workdir, lim, shared), *argv]
 
     def popen(
         self,
@@ -196,6 +206,7 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         stdin: int | None = subprocess.DEVNULL,
         stderr: int | IO[bytes] = subprocess.PIPE,
+        shared: Sequence[Path] = (),
     ) -> subprocess.Popen[bytes]:
         """Start a confined process with piped stdout (long-lived checkers use this directly)."""
         if not argv:
@@ -209,7 +220,7 @@ class Sandbox:
         }
         try:
             return subprocess.Popen(
-                self.command(argv, workdir, limits),
+                self.command(argv, workdir, limits, shared),
                 cwd=workdir.path,
                 env=full_env,
                 stdin=stdin,
@@ -228,12 +239,18 @@ class Sandbox:
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
+        shared: Sequence[Path] = (),
     ) -> RunResult:
         """Run `argv` to completion (or to a limit) in `workdir`."""
         lim = limits or self.limits
         start = time.monotonic()
         proc = self.popen(
-            argv, workdir, limits=lim, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL
+            argv,
+            workdir,
+            limits=lim,
+            env=env,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            shared=shared,
         )
         if stdin:
             try:
@@ -341,7 +358,7 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _bwrap_args(workdir: Workdir, lim: Limits) -> list[str]:
+def _bwrap_args(workdir: Workdir, lim: Limits, shared: Sequence[Path] = ()) -> list[str]:
     wd = str(workdir.path)
     common = [
         "--die-with-parent",
@@ -353,6 +370,7 @@ def _bwrap_args(workdir: Workdir, lim: Limits) -> list[str]:
         "--proc", "/proc",
         "--size", str(lim.file_mb * 2**20), "--tmpfs", "/dev/shm",
         "--bind", wd, wd,
+        *(arg for d in shared for arg in ("--bind", str(d), str(d))),
         "--chdir", wd,
     ]  # fmt: skip
     binary = bwrap_binary() or "bwrap"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -193,3 +195,15 @@ def test_process_backend_keeps_limits_and_timeouts():
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown sandbox backend 'docker'"):
         Sandbox("docker")
+
+
+def test_shared_directory_is_writable_inside(sandbox, workdir):
+    # Not under pytest's tmp_path: its parents are private (mode 700) to the sandbox uid.
+    cache = Path(tempfile.mkdtemp(prefix="heavygym-test-cache-"))
+    cache.chmod(0o1777)
+    try:
+        result = sandbox.run(["sh", "-c", f"echo cached > {cache}/entry"], workdir, shared=[cache])
+        assert result.ok, result.output
+        assert (cache / "entry").read_text() == "cached\n"
+    finally:
+        shutil.rmtree(cache)
