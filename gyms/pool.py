@@ -25,6 +25,13 @@ from gyms.base import Episode, Outcome, StepResult
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
 _HOST_MARGIN = 1.5
 _HOST_SLACK_S = 5.0
+_START_TIMEOUT_S = 60.0
+# Workers that die at start-up this many times in a row mean a broken set-up, not bad luck.
+_MAX_FAILED_STARTS = 3
+
+
+class GymPoolBroken(RuntimeError):
+    """Gym worker processes cannot start; every call would fail."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ class GymPool:
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
+        self.broken: GymPoolBroken | None = None
         self._threads = [
             threading.Thread(target=self._serve, args=(slot,), name=f"gym-worker-{slot}", daemon=True)
             for slot in range(self.workers)
@@ -86,6 +94,8 @@ class GymPool:
     def submit(self, episode: Episode, action: str) -> Future[StepCall]:
         if self._closed:
             raise RuntimeError("the gym pool is closed")
+        if self.broken is not None:
+            raise self.broken
         future: Future[StepCall] = Future()
         self._jobs.put(_Job(episode, action, future, time.monotonic()))
         return future
@@ -95,9 +105,17 @@ class GymPool:
         return self.submit(episode, action).result()
 
     def close(self) -> None:
+        """Cancel the calls still queued, let running ones finish, stop the workers."""
         if self._closed:
             return
         self._closed = True
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.future.cancel()
         for _ in self._threads:
             self._jobs.put(None)
         for thread in self._threads:
@@ -112,14 +130,29 @@ class GymPool:
     # -- one thread per worker process ------------------------------------------------------
 
     def _spawn(self) -> tuple[mp.process.BaseProcess, Connection]:
-        parent_end, child_end = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child_end,), daemon=True)
-        proc.start()
-        child_end.close()
-        return proc, parent_end
+        """Start a worker and wait for its hello; raise GymPoolBroken after repeated failures."""
+        for _ in range(_MAX_FAILED_STARTS):
+            parent_end, child_end = self._ctx.Pipe()
+            proc = self._ctx.Process(target=_worker_main, args=(child_end,), daemon=True)
+            proc.start()
+            child_end.close()
+            try:
+                if parent_end.poll(_START_TIMEOUT_S) and parent_end.recv() == "ready":
+                    return proc, parent_end
+            except (EOFError, OSError):
+                pass
+            _stop(proc, parent_end)
+        raise GymPoolBroken(
+            f"gym worker processes exit at start-up (last exit code {proc.exitcode}); "
+            "the error they printed is above"
+        )
 
     def _serve(self, slot: int) -> None:
-        proc, conn = self._spawn()
+        try:
+            proc, conn = self._spawn()
+        except GymPoolBroken as exc:
+            self._fail_all(exc)
+            return
         try:
             while (job := self._jobs.get()) is not None:
                 started = time.monotonic()
@@ -132,12 +165,22 @@ class GymPool:
                         self.stats.errors += 1
                     if dead:
                         self.stats.restarts += 1
+                job.future.set_result(StepCall(episode, result, slot, job.submitted_at, started, finished))
                 if dead:
                     _stop(proc, conn)
-                    proc, conn = self._spawn()
-                job.future.set_result(StepCall(episode, result, slot, job.submitted_at, started, finished))
+                    try:
+                        proc, conn = self._spawn()
+                    except GymPoolBroken as exc:
+                        self._fail_all(exc)
+                        return
         finally:
             _stop(proc, conn)
+
+    def _fail_all(self, exc: GymPoolBroken) -> None:
+        """This slot cannot serve: fail its queue share, and every later call, with `exc`."""
+        self.broken = exc
+        while (job := self._jobs.get()) is not None:
+            job.future.set_exception(exc)
 
     def _call(
         self, proc: mp.process.BaseProcess, conn: Connection, job: _Job
@@ -193,6 +236,7 @@ def _stop(proc: mp.process.BaseProcess, conn: Connection) -> None:
 
 def _worker_main(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    conn.send("ready")
     while (message := conn.recv()) is not None:
         episode, action = message
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -12,7 +13,11 @@ from rich.console import Console
 from rich.table import Table
 
 from gyms.conformance import CheckResult, check_gym
+from gyms.pool import GymPoolBroken
 from gyms.registry import GymLoadError, UnknownGymError, make, registered
+from harness.benchmark import BenchmarkSpec, run_benchmark
+from trainer.buffer import PipelineFailure
+from trainer.pipeline import StepRecord
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 gyms_app = typer.Typer(no_args_is_help=True, help="List and check the installed gyms.")
@@ -92,9 +97,103 @@ def gyms_check(
     raise typer.Exit(0 if report.ok else 1)
 
 
+def _benchmark_table(summary: dict) -> Table:
+    modes = summary["modes"]
+    label = f" ({'emulated: ' + summary['profile']['name'] if summary['emulated'] else 'measured'})"
+    table = Table("metric", *(f"{m}" for m in modes), *(["improvement"] if len(modes) == 2 else []),
+                  title=f"{summary['gym']} · policy {summary['policy']['policy']}{label}")  # fmt: skip
+
+    def row(name: str, key: str, fmt: str, better: str | None = None) -> None:
+        values = [m[key] for m in modes.values()]
+        cells = [format(v, fmt) if isinstance(v, (int, float)) else str(v) for v in values]
+        extra = []
+        if len(values) == 2:
+            a, b = values
+            if better == "lower" and b > 0:
+                extra = [f"{a / b:.2f}x lower"]
+            elif better == "higher" and a > 0:
+                extra = [f"{b / a:.2f}x higher"]
+            else:
+                extra = ["-"]
+        table.add_row(name, *cells, *extra)
+
+    row("avg step_time (s)", "step_time_mean", ".2f", "lower")
+    row("step_time stddev (s)", "step_time_std", ".2f")
+    row("avg train_wait (s)", "train_wait_mean", ".2f", "lower")
+    row("trainer idle ratio", "trainer_idle_ratio", ".1%", "lower")
+    row("avg train_time (s)", "train_time_mean", ".2f")
+    row("avg actor_train (s)", "actor_train_mean", ".2f")
+    row("avg update_weights (s)", "update_weights_mean", ".2f")
+    row("rollout idle ratio", "rollout_idle_ratio", ".1%")
+    row("gym pool utilisation", "gym_utilisation", ".1%")
+    row("samples / s", "samples_per_s", ".2f", "higher")
+    row("reward mean", "reward_mean", ".3f")
+    row("staleness mean", "staleness_mean", ".2f")
+    return table
+
+
+@app.command()
+def benchmark(
+    gym: Annotated[str, typer.Option(help="Gym name (harness gyms list) or module:Class.")] = "verilog",
+    mode: Annotated[str, typer.Option(help="both, sync or async.")] = "both",
+    steps: Annotated[int, typer.Option(min=2, help="Optimizer steps per mode; the first is warm-up.")] = 10,
+    policy: Annotated[str, typer.Option(help="replay, tiny, or hf:PATH[@DEVICE].")] = "replay",
+    profile: Annotated[str, typer.Option(help="Hardware profile for replay: a name or a JSON file.")] = "h100-qwen3-4b",
+    gym_workers: Annotated[Optional[int], typer.Option(help="Gym pool size (default: core count).")] = None,
+    batch: Annotated[int, typer.Option(min=1, help="Prompts (groups) per optimizer step.")] = 4,
+    group: Annotated[int, typer.Option(min=1, help="Samples per prompt (GRPO group size).")] = 4,
+    max_staleness: Annotated[int, typer.Option(min=0, help="Async: how many versions a sample may lag.")] = 1,
+    seed: int = 0,
+    gym_option: GymOptions = None,
+    results: Annotated[Path, typer.Option(help="Where results/runs/<run-id>/ is written.")] = Path("results"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run GRPO sync and async on the same tasks, seed and budget; report idle ratio and speedup."""
+    modes = {"both": ("sync", "async"), "sync": ("sync",), "async": ("async",)}.get(mode)
+    if modes is None:
+        raise typer.BadParameter("use both, sync or async", param_hint="--mode")
+    spec = BenchmarkSpec(
+        gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
+        profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
+        max_staleness=max_staleness, seed=seed,
+    )  # fmt: skip
+
+    def progress(mode_name: str, s: StepRecord) -> None:
+        if not as_json:
+            console.print(
+                f"  {mode_name:5s} step {s.step + 1:3d}/{steps}  step_time {s.step_time:6.2f} s  "
+                f"train_wait {s.train_wait:6.2f} s  reward {s.reward_mean:.3f}"
+            )
+
+    if not as_json:
+        console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps")
+    summary, run_dir = run_benchmark(spec, results, on_step=progress)
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    console.print(_benchmark_table(summary))
+    if "comparison" in summary:
+        c = summary["comparison"]
+        console.print(
+            f"speedup [bold]{c['speedup']:.2f}x[/] (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "
+            f"{c['achieved_over_ideal']:.0%}); trainer idle ratio {c['trainer_idle_ratio_sync']:.1%} -> "
+            f"{c['trainer_idle_ratio_async']:.1%}"
+        )
+    for name, m in summary["modes"].items():
+        acc = m["accounting"]
+        console.print(
+            f"{name}: {m['oscillation']}. Trajectories: generated {acc['generated']} = trained {acc['trained']}"
+            f" + dropped stale {acc['dropped_stale']} + errored {acc['errored']} + in flight {acc['in_flight']}"
+        )
+    if summary["emulated"]:
+        console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
+                      f"{summary['profile']['name']}: {summary['profile']['description']}")  # fmt: skip
+    console.print(f"written: {run_dir}")
+
+
 def main() -> None:
     try:
         app()
-    except (GymLoadError, UnknownGymError, ValueError) as exc:
+    except (GymLoadError, UnknownGymError, GymPoolBroken, PipelineFailure, ValueError) as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)

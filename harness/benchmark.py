@@ -1,0 +1,75 @@
+"""`harness benchmark`: the same GRPO run, sync and async, side by side on one gym."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gyms import make
+from gyms.pool import GymPool
+from harness import record
+from trainer.metrics import compare, summarize
+from trainer.pipeline import RunConfig, StepRecord, run
+from trainer.policies import make_policy
+from trainer.policies.profiles import load_profile
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    gym: str
+    gym_options: dict[str, str]
+    modes: tuple[str, ...] = ("sync", "async")
+    steps: int = 10
+    policy: str = "replay"
+    profile: str = "h100-qwen3-4b"
+    gym_workers: int | None = None
+    batch_groups: int = 4
+    group_size: int = 4
+    max_staleness: int = 1
+    seed: int = 0
+
+
+def run_benchmark(
+    spec: BenchmarkSpec,
+    results_root: Path = record.RESULTS,
+    on_step: Callable[[str, StepRecord], None] | None = None,
+) -> tuple[dict[str, Any], Path]:
+    """Run every mode of `spec` on one gym pool; write and return the run's summary."""
+    torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
+    gym = make(spec.gym, **spec.gym_options)
+    profile = load_profile(spec.profile)
+    run_dir = record.new_run_dir(gym.name, results_root)
+    summary: dict[str, Any] = {
+        "run_id": run_dir.name,
+        "gym": gym.name,
+        "spec": asdict(spec),
+        "git": record.git_commit(),
+        "hardware": record.hardware(),
+        "tools": {**gym.describe(), **record.package_versions()},
+        "modes": {},
+    }
+    with GymPool(spec.gym_workers, step_timeout_s=gym.step_timeout_s) as pool:
+        summary["gym_workers"] = pool.workers
+        for mode in spec.modes:
+            policy = make_policy(spec.policy, gym, profile, spec.seed)
+            summary["policy"] = policy.describe()
+            summary["emulated"] = policy.emulated
+            summary["profile"] = asdict(profile) if policy.emulated else None
+            config = RunConfig(
+                mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,
+                max_staleness=spec.max_staleness, seed=spec.seed,
+            )  # fmt: skip
+            callback = (lambda s, m=mode: on_step(m, s)) if on_step else None
+            result = run(gym, policy, pool, config, on_step=callback)
+            summary["modes"][mode] = summarize(result)
+            record.write_steps(run_dir / "steps.csv", mode, result)
+            record.write_buffer_depth(run_dir / "buffer.csv", mode, result)
+            result.timeline.write_jsonl(run_dir / "timeline.jsonl", mode)
+    if {"sync", "async"} <= set(summary["modes"]):
+        summary["comparison"] = compare(summary["modes"]["sync"], summary["modes"]["async"])
+    record.write_summary(run_dir / "summary.json", summary)
+    return summary, run_dir

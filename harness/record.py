@@ -1,0 +1,104 @@
+"""Run records: where a run came from (commit, machine, tool versions) and where it is written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import subprocess
+from dataclasses import asdict
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from trainer.pipeline import RunResult
+
+RESULTS = Path("results")
+
+
+def new_run_dir(gym: str, root: Path = RESULTS) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = root / "runs" / f"{stamp}-{gym.replace(':', '_').replace('/', '_')}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    path.mkdir(parents=True)
+    return path
+
+
+def git_commit() -> dict[str, Any]:
+    here = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return {"commit": None, "dirty": None}
+    if commit.returncode != 0:
+        return {"commit": None, "dirty": None}
+    return {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+
+
+def hardware() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    accelerators = []
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            accelerators = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # a broken CUDA install must not stop a CPU benchmark
+        pass
+    return {
+        "cpu": cpu,
+        "cores": len(os.sched_getaffinity(0)),
+        "memory_gb": round(memory_gb, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "accelerators": accelerators,
+    }
+
+
+def package_versions(names: tuple[str, ...] = ("heavygym", "torch", "transformers")) -> dict[str, str]:
+    found = {}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def write_steps(path: Path, mode: str, result: RunResult) -> None:
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.writer(f)
+        fields = [k for k in asdict(result.steps[0]) if k != "stats"] if result.steps else []
+        if new:
+            writer.writerow(["mode", *fields, "loss"])
+        for s in result.steps:
+            row = asdict(s)
+            writer.writerow([mode, *(row[k] for k in fields), s.stats.get("loss", "")])
+
+
+def write_buffer_depth(path: Path, mode: str, result: RunResult) -> None:
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(["mode", "time", "depth"])
+        writer.writerows([mode, round(t, 6), d] for t, d in result.depth_series)
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")

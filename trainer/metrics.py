@@ -1,0 +1,100 @@
+"""Run metrics, computed from the timeline as defined in docs/architecture.md.
+
+The first step is warm-up: it is reported but kept out of every mean and ratio.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from trainer.pipeline import RunResult
+from trainer.timeline import Span
+
+
+def busy_in(spans: Sequence[Span], start: float, end: float) -> float:
+    """Seconds the spans cover inside [start, end] (spans of one resource do not overlap)."""
+    return sum(max(0.0, min(s.end, end) - max(s.start, start)) for s in spans)
+
+
+def lag1_autocorrelation(xs: Sequence[float]) -> float | None:
+    if len(xs) < 3:
+        return None
+    mean = statistics.fmean(xs)
+    var = sum((x - mean) ** 2 for x in xs)
+    if var == 0:
+        return 0.0
+    return sum((a - mean) * (b - mean) for a, b in zip(xs, xs[1:])) / var
+
+
+def oscillation_verdict(rate_ratio: float, autocorr: float | None) -> str:
+    if rate_ratio > 1 and autocorr is not None and autocorr < -0.3:
+        return (
+            "oscillating: rollout is slower than training and step times alternate long/short "
+            "(a depth-1 pipeline bubble); add gym workers or rollout capacity, or raise max_staleness"
+        )
+    if rate_ratio > 1:
+        return "rollout-bound: the trainer waits for data; add gym workers or rollout capacity"
+    return "training-bound: rollout keeps ahead of training; no oscillation expected"
+
+
+def summarize(result: RunResult) -> dict:
+    steps = result.steps
+    measured = steps[1:] if len(steps) > 1 else steps
+    start, end = (steps[0].end if len(steps) > 1 else 0.0), steps[-1].end
+    window = max(end - start, 1e-9)
+    n = len(measured)
+    tl = result.timeline
+    step_times = [s.step_time for s in measured]
+    generate = tl.select("rollout", "generate")
+    gym_spans = [s for s in tl.spans if s.kind == "gym_step"]
+    gym_busy = busy_in(gym_spans, start, end)
+    train_per_step = statistics.fmean(s.actor_train + s.update_weights for s in measured)
+    gen_per_step = busy_in(generate, start, end) / n
+    gym_per_step = gym_busy / result.pool_workers / n
+    ideal = max(gen_per_step, gym_per_step, train_per_step)
+    rate_ratio = max(gen_per_step, gym_per_step) / max(train_per_step, 1e-9)
+    autocorr = lag1_autocorrelation(step_times)
+    return {
+        "mode": result.config.mode,
+        "config": asdict(result.config),
+        "steps": len(steps),
+        "measured_steps": n,
+        "wall_s": result.wall,
+        "step_time_mean": statistics.fmean(step_times),
+        "step_time_std": statistics.pstdev(step_times),
+        "train_wait_mean": statistics.fmean(s.train_wait for s in measured),
+        "actor_train_mean": statistics.fmean(s.actor_train for s in measured),
+        "update_weights_mean": statistics.fmean(s.update_weights for s in measured),
+        "train_time_mean": train_per_step,
+        "trainer_idle_ratio": sum(s.train_wait for s in measured) / max(sum(step_times), 1e-9),
+        "rollout_idle_ratio": 1 - busy_in(generate, start, end) / window,
+        "gym_utilisation": gym_busy / (result.pool_workers * window),
+        "samples_per_s": sum(s.trajectories for s in measured) / window,
+        "reward_mean": statistics.fmean(s.reward_mean for s in measured),
+        "pass_rate": statistics.fmean(s.pass_rate for s in measured),
+        "staleness_mean": statistics.fmean(s.staleness_mean for s in measured),
+        "staleness_histogram": {str(k): v for k, v in sorted(result.staleness.items())},
+        "accounting": {**asdict(result.accounting), "in_flight": result.accounting.in_flight,
+                       "balanced": result.accounting.balanced()},  # fmt: skip
+        "ideal_step_time": ideal,
+        "stage_per_step": {"generate": gen_per_step, "gym": gym_per_step, "train": train_per_step},
+        "rollout_train_rate_ratio": rate_ratio,
+        "step_time_lag1_autocorrelation": autocorr,
+        "oscillation": oscillation_verdict(rate_ratio, autocorr),
+        "warmup_step_time": steps[0].step_time,
+    }
+
+
+def compare(sync: dict, async_: dict) -> dict:
+    """Speedup of async over sync on the same batch configuration, and how close to ideal."""
+    speedup = sync["step_time_mean"] / async_["step_time_mean"]
+    ideal_speedup = sync["step_time_mean"] / async_["ideal_step_time"]
+    return {
+        "speedup": speedup,
+        "ideal_speedup": ideal_speedup,
+        "achieved_over_ideal": speedup / ideal_speedup,
+        "trainer_idle_ratio_sync": sync["trainer_idle_ratio"],
+        "trainer_idle_ratio_async": async_["trainer_idle_ratio"],
+    }

@@ -1,0 +1,149 @@
+"""One GRPO run, synchronous or asynchronous, over the same components.
+
+    tasks -> rollout workers -> gym pool -> ready buffer -> trainer -> update_weights -> ...
+
+Both modes run the same code. Sync is max_staleness 0: admission control then lets no group
+of step s+1 start before the weights of step s are published, which is the barrier of
+synchronous GRPO. Async allows groups up to `max_staleness` versions behind the trainer, so
+generation and gym work overlap training.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gyms import Gym
+from gyms.pool import GymPool
+from trainer.buffer import Accounting, ReadyBuffer
+from trainer.policies.base import Policy
+from trainer.rollout import Rollout, TaskSampler
+from trainer.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    mode: str = "async"  # "sync" or "async"
+    steps: int = 8
+    batch_groups: int = 4  # prompts per optimizer step
+    group_size: int = 4  # samples per prompt (G)
+    max_staleness: int = 1  # async only; sync is 0 by definition
+    rollout_workers: int | None = None  # default: enough to keep every admitted group moving
+    seed: int = 0
+    split: str = "train"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("sync", "async"):
+            raise ValueError(f"mode is 'sync' or 'async', got {self.mode!r}")
+        for name in ("steps", "batch_groups", "group_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.max_staleness < 0:
+            raise ValueError("max_staleness must be >= 0")
+
+    @property
+    def staleness(self) -> int:
+        return 0 if self.mode == "sync" else self.max_staleness
+
+    @property
+    def workers(self) -> int:
+        return self.rollout_workers or self.batch_groups * (self.staleness + 1)
+
+
+@dataclass
+class StepRecord:
+    step: int
+    end: float  # on the run's timeline
+    step_time: float
+    train_wait: float
+    actor_train: float
+    update_weights: float
+    reward_mean: float
+    pass_rate: float
+    trajectories: int
+    staleness_mean: float
+    buffer_depth: int
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    steps: list[StepRecord]
+    timeline: Timeline
+    accounting: Accounting
+    staleness: dict[int, int]
+    depth_series: list[tuple[float, int]]
+    pool_workers: int
+    wall: float
+
+
+def run(
+    gym: Gym,
+    policy: Policy,
+    pool: GymPool,
+    config: RunConfig,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> RunResult:
+    timeline = Timeline()
+    buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness)
+    depth_series: list[tuple[float, int]] = []
+    rollout = Rollout(
+        gym, pool, policy, buffer, timeline, TaskSampler(gym.tasks(config.split), config.seed),
+        config.group_size, threading.Lock(), depth_series,
+    )  # fmt: skip
+    workers = [
+        threading.Thread(target=rollout.worker, name=f"rollout-{i}", daemon=True) for i in range(config.workers)
+    ]
+    for w in workers:
+        w.start()
+    records: list[StepRecord] = []
+    previous_end = 0.0
+    try:
+        for step in range(config.steps):
+            with timeline.span("trainer", "train_wait", step):
+                groups = buffer.take_batch(step)
+            depth_series.append((timeline.now(), buffer.depth()))
+            for group in groups:
+                for traj in group.trajectories:
+                    traj.check_one_version()
+            with timeline.span("trainer", "actor_train", step):
+                stats = policy.train_step(groups)
+            with timeline.span("trainer", "update_weights", step):
+                version = policy.update_weights()
+            buffer.advance(version)
+            end = timeline.now()
+            records.append(_record(step, end, end - previous_end, timeline, groups, buffer.depth(), stats))
+            previous_end = end
+            if on_step is not None:
+                on_step(records[-1])
+    finally:
+        buffer.stop()
+        for w in workers:
+            w.join()
+    return RunResult(
+        config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers, previous_end
+    )
+
+
+def _record(step, end, step_time, timeline, groups, depth, stats) -> StepRecord:
+    def last(kind: str) -> float:
+        return timeline.select("trainer", kind)[-1].duration
+
+    trajs = [(t, step - g.version) for g in groups for t in g.trajectories]
+    n = max(len(trajs), 1)
+    return StepRecord(
+        step=step,
+        end=end,
+        step_time=step_time,
+        train_wait=last("train_wait"),
+        actor_train=last("actor_train"),
+        update_weights=last("update_weights"),
+        reward_mean=sum(t.reward for t, _ in trajs) / n,
+        pass_rate=sum(t.outcome.value == "pass" for t, _ in trajs) / n,
+        trajectories=len(trajs),
+        staleness_mean=sum(s for _, s in trajs) / n,
+        buffer_depth=depth,
+        stats=stats,
+    )

@@ -1,0 +1,28 @@
+"""Policy backends: `replay` (emulated accelerator), `tiny` (torch, CPU) and `hf:PATH` (transformers)."""
+
+from __future__ import annotations
+
+from gyms import Gym
+from trainer.policies.base import Policy
+from trainer.policies.profiles import HardwareProfile
+
+
+def make_policy(spec: str, gym: Gym, profile: HardwareProfile, seed: int = 0) -> Policy:
+    """`replay`, `tiny`, or `hf:PATH` (optionally `hf:PATH@cuda` to pick the device)."""
+    if spec == "replay":
+        from trainer.policies.replay import ReplayPolicy
+
+        return ReplayPolicy(gym, profile, seed=seed)
+    if spec == "tiny":
+        from trainer.policies.torch_lm import tiny_policy
+
+        return tiny_policy(seed=seed)
+    if spec.startswith("hf:"):
+        from trainer.policies.torch_lm import hf_policy
+
+        path, _, device = spec[3:].partition("@")
+        return hf_policy(path, device=device or "cpu", seed=seed)
+    raise ValueError(f"unknown policy {spec!r}: use 'replay', 'tiny' or 'hf:PATH[@DEVICE]'")
+
+
+__all__ = ["Policy", "make_policy"]

@@ -1,0 +1,114 @@
+"""Hardware profiles: how long the accelerator stages take, for the replay policy.
+
+The replay policy runs the gym for real but only *emulates* generation, training and weight
+sync by waiting the time a profile predicts, so a CPU machine can measure how well the
+pipeline hides gym work. Each figure names its source; where a source gives no token counts,
+the assumption used to turn a stage time into a per-token cost is written beside it.
+Reports label these stages "emulated" and name the profile.
+
+Model of a stage (throughput-based: the engine is assumed busy with a full batch):
+    generate       = generate_call_s + generate_s_per_token * response tokens
+    actor_train    = train_step_s    + train_s_per_token    * (prompt + response) tokens
+    update_weights = update_weights_s
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    description: str
+    generate_s_per_token: float
+    train_s_per_token: float
+    update_weights_s: float
+    generate_call_s: float = 0.0
+    train_step_s: float = 0.0
+    response_tokens: int = 768  # typical response length the replay policy emulates
+    prompt_tokens: int = 256
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def generate_s(self, response_tokens: int) -> float:
+        return self.generate_call_s + self.generate_s_per_token * response_tokens
+
+    def actor_train_s(self, tokens: int) -> float:
+        return self.train_step_s + self.train_s_per_token * tokens
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n")
+
+
+ASYNC_GRPO_ARTICLE = "AsyncGRPO: Eliminating GPU Idle Bubbles in Environment-Heavy RL Post-Training (article)"
+NPU_STUDY = "[NPU][Spike] Fully-Async training: Qwen3-4B GRPO on NPU (slime-based study on Ascend A3)"
+
+# Assumed token counts where the sources give none: prompts of 256 tokens, responses 3/4 of the cap.
+H100_QWEN3_4B = HardwareProfile(
+    name="h100-qwen3-4b",
+    description="Qwen3-4B GRPO on H100 GPUs (emulated from published stage times)",
+    # 16 rollouts in 1.5 s; with 512-token responses: 1.5 / (16 * 512)
+    generate_s_per_token=1.5 / (16 * 512),
+    # a gradient step on 16 rollouts in 2.0 s; 16 * (256 + 512) tokens
+    train_s_per_token=2.0 / (16 * (256 + 512)),
+    # not in the source: broadcasting 8 GB of bf16 weights over NVLink; assumed 0.5 s
+    update_weights_s=0.5,
+    response_tokens=512,
+    sources={
+        "generate": f"{ASYNC_GRPO_ARTICLE}: 'GPUs generate 16 rollouts in 1.5 seconds'; 512-token responses assumed",
+        "train": f"{ASYNC_GRPO_ARTICLE}: 'compute gradients in 2.0 seconds' for those 16 rollouts",
+        "update_weights": "assumption (no published figure): 0.5 s",
+    },
+)
+
+# Two published points (gbs 32 at 1k and gbs 256 at 2k) fit train = a + b * tokens exactly.
+_A3_TOKENS_SMALL = 32 * (256 + 768)  # 32,768
+_A3_TOKENS_LARGE = 256 * (256 + 1536)  # 458,752
+_A3_B = (81.1 - 9.9) / (_A3_TOKENS_LARGE - _A3_TOKENS_SMALL)
+A3_QWEN3_4B = HardwareProfile(
+    name="a3-qwen3-4b",
+    description="Qwen3-4B GRPO on Ascend A3, TP 2, 2 actor + 2 rollout NPUs (emulated)",
+    # a batch of 256 samples with responses up to 2k generated in about 67 s: 67 / (256 * 1536)
+    generate_s_per_token=67.0 / (256 * 1536),
+    train_s_per_token=_A3_B,
+    train_step_s=9.9 - _A3_B * _A3_TOKENS_SMALL,
+    update_weights_s=(1.7 + 1.6) / 2,
+    response_tokens=768,
+    sources={
+        "generate": f"{NPU_STUDY}, setup 2 (32 x 8 samples, responses up to 2k): about 67 s per batch",
+        "train": f"{NPU_STUDY}: actor_train 9.9 s (setup 1, gbs 32, responses up to 1k) and "
+        "81.1 s (setup 2, gbs 256, up to 2k); a two-point fit of fixed + per-token time",
+        "update_weights": f"{NPU_STUDY}: 1.7 s (setup 1) and 1.6 s (setup 2); their mean",
+    },
+)
+
+# No accelerator time at all: measures the pipeline's own overhead (benchmarks/).
+ZERO = HardwareProfile(
+    name="zero",
+    description="no emulated accelerator time (orchestration overhead only)",
+    generate_s_per_token=0.0,
+    train_s_per_token=0.0,
+    update_weights_s=0.0,
+    response_tokens=0,
+)
+
+BUILTIN = {p.name: p for p in (H100_QWEN3_4B, A3_QWEN3_4B, ZERO)}
+
+
+def load_profile(name_or_path: str) -> HardwareProfile:
+    """A built-in profile by name, or one written by `harness calibrate` (a JSON file)."""
+    if name_or_path in BUILTIN:
+        return BUILTIN[name_or_path]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ValueError(
+            f"unknown hardware profile {name_or_path!r}: use one of {', '.join(BUILTIN)} "
+            "or the path of a profile JSON written by `harness calibrate`"
+        )
+    try:
+        data = json.loads(path.read_text())
+        return HardwareProfile(**data)
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise ValueError(f"{path} is not a hardware profile: {exc}") from exc

@@ -1,0 +1,238 @@
+"""Policies backed by a real torch language model: `tiny` (built in code) and `hf` (transformers).
+
+The learner and the rollout engine are separate copies of the model, as in a real system; the
+engine keeps one copy per live weight version (at most max_staleness + 1 are pinned at once),
+and `update_weights` copies the learner's weights into a new engine version.
+Sampling recomputes the full sequence each token (no KV cache): simple, and fast enough for
+the small models these backends run on CPU; large-model rollouts belong to a serving engine.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import torch
+from torch.nn import functional as F
+
+from trainer.losses import grpo_loss
+from trainer.policies.base import Policy
+from trainer.types import Generation, Group, Request
+
+
+class Tokenizer(Protocol):
+    eos_id: int
+    pad_id: int
+
+    def encode(self, text: str) -> list[int]: ...
+    def decode(self, tokens: list[int]) -> str: ...
+
+
+LogitsFn = Callable[[Any, torch.Tensor], torch.Tensor]
+
+
+class TorchPolicy(Policy):
+    def __init__(
+        self,
+        name: str,
+        model: torch.nn.Module,
+        tokenizer: Tokenizer,
+        *,
+        logits: LogitsFn,
+        max_len: int,
+        max_new_tokens: int = 32,
+        temperature: float = 1.0,
+        lr: float = 1e-3,
+        clip_eps: float = 0.2,
+        kl_coef: float = 0.0,
+        tis_cap: float | None = 2.0,
+        level: str = "token",
+        device: str = "cpu",
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self.tokenizer = tokenizer
+        self.device = torch.device(device)
+        self.learner = model.to(self.device)
+        self._logits = logits
+        self.max_len = max_len
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.loss_options = {"clip_eps": clip_eps, "kl_coef": kl_coef, "tis_cap": tis_cap, "level": level}
+        self.optimizer = torch.optim.AdamW(self.learner.parameters(), lr=lr)
+        self.reference = self._frozen_copy() if kl_coef else None
+        self._engines = {0: self._frozen_copy()}
+        self._engine_lock = threading.Lock()
+        self._generator = torch.Generator(device=self.device).manual_seed(seed)
+
+    def _frozen_copy(self) -> torch.nn.Module:
+        clone = copy.deepcopy(self.learner).eval()
+        for p in clone.parameters():
+            p.requires_grad_(False)
+        return clone
+
+    # -- rollout ---------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:
+        with self._engine_lock:
+            engine = self._engines[version]
+        results: dict[int, Generation] = {}
+        # Requests with the same prompt (a GRPO group) are sampled as one batch.
+        by_prompt: dict[str, list[int]] = {}
+        for i, r in enumerate(requests):
+            by_prompt.setdefault(r.prompt, []).append(i)
+        for prompt, indices in by_prompt.items():
+            for i, gen in zip(indices, self._sample(engine, prompt, len(indices))):
+                results[i] = gen
+        return [results[i] for i in range(len(requests))]
+
+    def _sample(self, engine: torch.nn.Module, prompt: str, n: int) -> list[Generation]:
+        budget = self.max_len - self.max_new_tokens
+        prompt_tokens = self.tokenizer.encode(prompt)[-budget:]  # keep the end of long conversations
+        ids = torch.tensor([prompt_tokens] * n, device=self.device)
+        tokens: list[list[int]] = [[] for _ in range(n)]
+        logprobs: list[list[float]] = [[] for _ in range(n)]
+        alive = torch.ones(n, dtype=torch.bool, device=self.device)
+        for _ in range(self.max_new_tokens):
+            logp = F.log_softmax(self._logits(engine, ids)[:, -1] / self.temperature, dim=-1)
+            nxt = torch.multinomial(logp.exp(), 1, generator=self._generator).squeeze(1)
+            for row in alive.nonzero().flatten().tolist():
+                tokens[row].append(int(nxt[row]))
+                logprobs[row].append(float(logp[row, nxt[row]]))
+            alive &= nxt != self.tokenizer.eos_id
+            if not alive.any():
+                break
+            ids = torch.cat([ids, nxt.unsqueeze(1)], dim=1)
+        return [
+            Generation(self.tokenizer.decode(t), prompt_tokens, t, lp) for t, lp in zip(tokens, logprobs)
+        ]
+
+    # -- learning --------------------------------------------------------------------------
+
+    def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
+        rows = [
+            (turn.generation, advantage)
+            for group in groups
+            for traj, advantage in zip(group.trajectories, group.advantages)
+            for turn in traj.turns
+        ]
+        if not rows:
+            return {"loss": 0.0, "tokens": 0.0}
+        ids, mask, behaviour, advantages = self._batch(rows)
+        self.learner.train()
+        logp = self._token_logprobs(self.learner, ids)
+        ref_logp = self._token_logprobs(self.reference, ids).detach() if self.reference is not None else None
+        loss = grpo_loss(logp, behaviour, advantages, mask, ref_logp=ref_logp, **self.loss_options)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.learner.parameters(), 1.0)
+        self.optimizer.step()
+        return {"loss": float(loss), "tokens": float(mask.sum())}
+
+    def _batch(self, rows: list[tuple[Generation, float]]) -> tuple[torch.Tensor, ...]:
+        """Right-padded sequences; mask and behaviour logprobs aligned to predicted tokens."""
+        width = max(len(g.prompt_tokens) + len(g.response_tokens) for g, _ in rows)
+        ids = torch.full((len(rows), width), self.tokenizer.pad_id, dtype=torch.long)
+        mask = torch.zeros(len(rows), width - 1)
+        behaviour = torch.zeros(len(rows), width - 1)
+        for i, (g, _) in enumerate(rows):
+            seq = g.prompt_tokens + g.response_tokens
+            ids[i, : len(seq)] = torch.tensor(seq)
+            start = len(g.prompt_tokens) - 1  # position whose prediction is the first response token
+            mask[i, start : start + len(g.response_tokens)] = 1
+            behaviour[i, start : start + len(g.response_tokens)] = torch.tensor(g.logprobs)
+        advantages = torch.tensor([a for _, a in rows], dtype=torch.float32)
+        return ids.to(self.device), mask.to(self.device), behaviour.to(self.device), advantages.to(self.device)
+
+    def _token_logprobs(self, model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        logp = F.log_softmax(self._logits(model, ids)[:, :-1] / self.temperature, dim=-1)
+        return logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+
+    def supervised_warmup(self, pairs: Sequence[tuple[str, str]], steps: int, batch: int = 32) -> float:
+        """Teach the model a format by cross-entropy on (prompt, response) pairs; returns the last loss."""
+        rng = torch.Generator().manual_seed(0)
+        loss = torch.tensor(0.0)
+        for _ in range(steps):
+            picks = torch.randint(len(pairs), (batch,), generator=rng).tolist()
+            rows = []
+            for k in picks:
+                prompt, response = pairs[k]
+                p = self.tokenizer.encode(prompt)[-(self.max_len - self.max_new_tokens) :]
+                r = self.tokenizer.encode(response)[: self.max_new_tokens - 1] + [self.tokenizer.eos_id]
+                rows.append((Generation(response, p, r, [0.0] * len(r)), 0.0))
+            ids, mask, _, _ = self._batch(rows)
+            loss = -(self._token_logprobs(self.learner, ids) * mask).sum() / mask.sum()
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+        with self._engine_lock:
+            self._engines[self.version] = self._frozen_copy()
+        return float(loss)
+
+    # -- weight sync -----------------------------------------------------------------------
+
+    def update_weights(self) -> int:
+        engine = self._frozen_copy()
+        with self._engine_lock:
+            self._engines[self.version + 1] = engine
+        self.version += 1
+        self.drop_unused()
+        return self.version
+
+    def drop_unused(self) -> None:
+        keep = self.pinned() | {self.version}
+        with self._engine_lock:
+            for v in [v for v in self._engines if v not in keep]:
+                del self._engines[v]
+
+    def describe(self) -> dict[str, str]:
+        params = sum(p.numel() for p in self.learner.parameters())
+        return {**super().describe(), "parameters": str(params), "device": str(self.device)}
+
+
+def tiny_policy(
+    *, dim: int = 64, layers: int = 2, heads: int = 4, max_len: int = 256, seed: int = 0, **options: Any
+) -> TorchPolicy:
+    from trainer.policies.tiny_model import ByteTokenizer, TinyLM
+
+    torch.manual_seed(seed)
+    model = TinyLM(ByteTokenizer.vocab_size, dim, layers, heads, max_len)
+    return TorchPolicy("tiny", model, ByteTokenizer(), logits=lambda m, ids: m(ids), max_len=max_len, seed=seed, **options)
+
+
+class HFTokenizer:
+    """Adapts a transformers tokenizer to the small protocol the policy needs."""
+
+    def __init__(self, tok: Any) -> None:
+        self.tok = tok
+        self.eos_id = tok.eos_token_id
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False)
+
+    def decode(self, tokens: list[int]) -> str:
+        return self.tok.decode(tokens, skip_special_tokens=True)
+
+
+def hf_policy(path: str, *, device: str = "cpu", seed: int = 0, max_len: int | None = None, **options: Any) -> TorchPolicy:
+    """Any transformers causal LM saved at `path` (a local directory: nothing is downloaded)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if device.startswith("npu"):
+        import torch_npu  # noqa: F401  (registers the npu device with torch)
+    torch.manual_seed(seed)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except OSError as exc:
+        raise ValueError(f"cannot load a transformers model from {path!r}: {exc}") from exc
+    limit = max_len or min(getattr(model.config, "max_position_embeddings", 2048), 4096)
+    return TorchPolicy(
+        "hf", model, HFTokenizer(tok), logits=lambda m, ids: m(input_ids=ids).logits,
+        max_len=limit, device=device, seed=seed, **options,
+    )  # fmt: skip

@@ -1,0 +1,78 @@
+"""Records that flow through the pipeline: turns, trajectories and groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gyms import Outcome, Task
+
+
+@dataclass(frozen=True)
+class Request:
+    """One generation: the task (replay policies act on it) and the conversation so far."""
+
+    task: Task
+    prompt: str
+    turn: int  # 1-based
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str
+    prompt_tokens: list[int]
+    response_tokens: list[int]
+    logprobs: list[float]  # behaviour logprobs, one per response token
+
+
+@dataclass
+class Turn:
+    prompt: str
+    generation: Generation
+    version: int  # the policy version that generated this turn
+    observation: str = ""
+    reward: float = 0.0
+    outcome: Outcome = Outcome.FAIL
+
+
+@dataclass
+class Trajectory:
+    task_id: str
+    group_id: int
+    version: int  # every turn carries this version: weights change only between episodes
+    turns: list[Turn] = field(default_factory=list)
+    generate_s: float = 0.0
+    gym_s: float = 0.0
+    queue_s: float = 0.0
+
+    @property
+    def reward(self) -> float:
+        return self.turns[-1].reward if self.turns else 0.0
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.turns[-1].outcome if self.turns else Outcome.ERROR
+
+    def check_one_version(self) -> None:
+        versions = {t.version for t in self.turns}
+        if versions != {self.version}:
+            raise AssertionError(
+                f"trajectory of {self.task_id} (group {self.group_id}) mixes policy versions {sorted(versions)}"
+            )
+
+
+@dataclass
+class Group:
+    """G trajectories of one task, all from one policy version, with GRPO advantages."""
+
+    id: int
+    task_id: str
+    version: int
+    trajectories: list[Trajectory]  # trainable ones: errored trajectories are counted, not kept
+    advantages: list[float]
+    errored: int = 0
+    error: str = ""  # one errored trajectory's message, for reports
+
+
+def next_prompt(prompt: str, response: str, observation: str) -> str:
+    """The conversation for the next turn: what was asked, answered and observed so far."""
+    return f"{prompt}{response}\n\nFeedback:\n{observation}\n\nRevised answer:\n"
