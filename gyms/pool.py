@@ -202,22 +202,23 @@ class GymPool:
         except Exception as exc:
             return *_failed(job, f"the worker's answer could not be read: {exc!r}"), False
         if reply[0] == "raised":
-            return *_failed(job, f"the gym raised during the step:\n{reply[1]}"), False
+            last_line = reply[1].strip().splitlines()[-1]
+            return *_failed(job, f"the gym raised during the step: {last_line}", detail=reply[1]), False
         return reply[1], reply[2], False
 
 
-def _failed(job: _Job, why: str) -> tuple[Episode, StepResult]:
+def _failed(job: _Job, why: str, detail: str = "") -> tuple[Episode, StepResult]:
     """An infrastructure error: the episode ends, and the step counts as an `error`."""
     episode = job.episode
     episode.turn += 1
     episode.done = True
     result = StepResult(
-        observation=f"internal error while checking the answer: {why.splitlines()[0]}",
+        observation=f"internal error while checking the answer: {why}",
         reward=0.0,
         done=True,
         outcome=Outcome.ERROR,
         turn=episode.turn,
-        info={"error": why},
+        info={"error": f"{why}\n{detail}" if detail else why},
     )
     return episode, result
 

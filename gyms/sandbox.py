@@ -408,11 +408,12 @@ def _reachable(paths: Sequence[str]) -> list[str]:
             continue
         if str(blocked) not in masks:
             masks.append(str(blocked))
-        binds.append(path)
-    return [
-        *(arg for m in masks for arg in ("--tmpfs", m)),
-        *(arg for b in binds for arg in ("--ro-bind", b, b)),
-    ]
+        # bwrap would make the directories between the mask and the path mode 0700: make them
+        # traversable explicitly, or the sandbox uid cannot stat its own interpreter.
+        between = [d for d in reversed(p.parents) if d != blocked and blocked in d.parents]
+        binds += [arg for d in between for arg in ("--perms", "0755", "--dir", str(d))]
+        binds += ["--ro-bind", path, path]
+    return [*(arg for m in masks for arg in ("--perms", "0755", "--tmpfs", m)), *binds]
 
 
 def _live_pids_of(uid: int) -> list[int]:

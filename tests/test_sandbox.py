@@ -207,3 +207,10 @@ def test_shared_directory_is_writable_inside(sandbox, workdir):
         assert (cache / "entry").read_text() == "cached\n"
     finally:
         shutil.rmtree(cache)
+
+
+def test_sandboxed_python_is_the_hosts_interpreter(sandbox, workdir):
+    # Private ancestors of the interpreter (such as /root) must not push Python onto another stdlib.
+    result = sandbox.run(python("import os, sys; print(sys.prefix, os.__file__)"), workdir)
+    assert result.ok, result.output
+    assert result.stdout.split() == [sys.prefix, os.__file__]

@@ -171,7 +171,7 @@ class TorchPolicy(Policy):
             self.optimizer.step()
         with self._engine_lock:
             self._engines[self.version] = self._frozen_copy()
-        return float(loss)
+        return float(loss.detach())
 
     # -- weight sync -----------------------------------------------------------------------
 

@@ -1,0 +1,192 @@
+"""The math gym: answers checked by math-verify in a warm, sandboxed checker process."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import random
+import re
+import sys
+import time
+from decimal import Decimal
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
+from gyms.math.extract import extract_answer
+from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
+from gyms.sandbox import SandboxError
+from gyms.warm import WarmCrash, WarmProcess, WarmTimeout
+
+REASONING_GYM = "reasoning-gym"
+ADDITION = "addition"
+# The checker's own limits (math-verify's 2 s parse + 3 s compare) end well within this.
+CHECK_TIMEOUT_S = 8.0
+# Gold answers are short; a longer "answer" is not one, and would only load the checker.
+MAX_ANSWER_CHARS = 1000
+# Runs in isolated mode (-I): the checker imports math-verify and nothing from the project.
+VERIFIER = Path(__file__).with_name("verifier.py")
+
+NO_ANSWER = (
+    "No final answer found. End your reply with the final answer in \\boxed{...}"
+    " (or, if the problem asks for it, on a last line `Answer: ...`)."
+)
+TOO_LONG = "Your final answer is {} characters long; give the answer alone."
+NOT_CORRECT = "That answer is not correct."
+NOT_CHECKED = "Your answer could not be checked in time; give it in a simpler form."
+RETRY = " You may try again."
+
+# One checker per worker process, started on first use and reused by every episode.
+# Keyed by pid: a forked child must not use (or close) its parent's checker.
+_checkers: dict[int, WarmProcess] = {}
+
+
+def checker() -> WarmProcess:
+    pid = os.getpid()
+    if pid not in _checkers:
+        proc = WarmProcess(argv=[sys.executable, "-I", str(VERIFIER)], name="math-verify", memory_mb=1024)
+        atexit.register(proc.close)
+        _checkers[pid] = proc
+    return _checkers[pid]
+
+
+class MathEpisode(Episode):
+    """Holds only its task and turn count, so it pickles; the checker lives in the process."""
+
+    def evaluate(self, action: str) -> Verdict:
+        retry = RETRY if self.turn < self.max_turns else ""
+        answer = extract_answer(action)
+        if answer is None:
+            return Verdict(0.0, Outcome.FAIL, NO_ANSWER + retry, {"answer": None})
+        if len(answer) > MAX_ANSWER_CHARS:
+            return Verdict(0.0, Outcome.FAIL, TOO_LONG.format(len(answer)) + retry, {"answer": answer[:200]})
+        info: dict[str, Any] = {"answer": answer}
+        started = time.monotonic()
+        try:
+            reply = checker().request({"answer": answer, "gold": self.task.metadata["gold"]}, CHECK_TIMEOUT_S)
+        except WarmTimeout:
+            # A pathological answer that hangs the checker is the model's fault: a fail.
+            reply = {"ok": True, "correct": False, "timed_out": True}
+        except (WarmCrash, SandboxError) as exc:
+            return _error("the math checker failed", exc, info)
+        info["check_s"] = time.monotonic() - started
+        if not reply.get("ok"):
+            # The checker could not read the request (a bad gold answer): not the model's doing.
+            return _error("the math checker rejected the task", reply.get("error"), info)
+        info.update(parsed=reply.get("parsed"), timed_out=bool(reply.get("timed_out")))
+        if reply.get("correct"):
+            return Verdict(1.0, Outcome.PASS, "Correct.", info)
+        return Verdict(0.0, Outcome.FAIL, (NOT_CHECKED if info["timed_out"] else NOT_CORRECT) + retry, info)
+
+
+def _error(what: str, detail: object, info: dict[str, Any]) -> Verdict:
+    return Verdict(0.0, Outcome.ERROR, f"internal error: {what}", {**info, "error": str(detail)})
+
+
+class MathGym(Gym):
+    """Options (strings from the command line are accepted): `source` ("reasoning-gym",
+    "addition" for small sums, or a DAPO-Math parquet path), `size` (generated tasks per
+    split, reasoning-gym only), `seed`, `max_turns`."""
+
+    name = "math"
+    version = "0.1.0"
+    step_timeout_s = 10.0
+
+    def __init__(
+        self, source: str = REASONING_GYM, size: int | str = 64, seed: int | str = 0, max_turns: int | str = 2
+    ) -> None:
+        self.source = str(source)
+        self.size = _int_option("size", size, minimum=0)
+        self.seed = _int_option("seed", seed, minimum=0)
+        self.max_turns = _int_option("max_turns", max_turns, minimum=1)
+        self._tasks: dict[str, list[Task]] = {}
+
+    def tasks(self, split: str = "train") -> list[Task]:
+        check_split(split)
+        if split not in self._tasks:
+            if self.source == REASONING_GYM:
+                self._tasks[split] = reasoning_gym_tasks(split, self.size, self.seed)
+            elif self.source == ADDITION:
+                self._tasks[split] = addition_tasks(split)
+            else:
+                from gyms.math.dapo import dapo_tasks  # pyarrow only for a DAPO source
+
+                self._tasks[split] = dapo_tasks(self.source, split)
+        return self._tasks[split]
+
+    def open(self, task: Task) -> MathEpisode:
+        if "gold" not in task.metadata:
+            raise ValueError(f"task {task.id!r} has no metadata['gold']; make math tasks with MathGym.tasks()")
+        return MathEpisode(task, self.max_turns)
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        gold, style = task.metadata["gold"], task.metadata.get("style", "boxed")
+        found = [Candidate(format_answer(gold, style), "pass", "reference")]
+        if re.fullmatch(r"-?\d+", gold):
+            fraction = f"\\frac{{{2 * int(gold)}}}{{2}}"
+            found.append(Candidate(format_answer(fraction, style), "pass", "equivalent-fraction"))
+        off_by_one = _shift_last_number(gold, rng.choice((-1, 1)))
+        if off_by_one is not None:
+            found.append(Candidate(format_answer(off_by_one, style), "fail", "off-by-one"))
+        flipped = _flip_first_sign(gold)
+        if flipped is not None:
+            found.append(Candidate(format_answer(flipped, style), "fail", "sign-error"))
+        found += [
+            Candidate(f"After working it out, I get {gold}.", "fail", "no-answer"),
+            Candidate(f"The answer is \\boxed{{{gold}.", "fail", "unbalanced"),
+            # math-verify keeps the tower unevaluated and gives up comparing it at its timeout.
+            Candidate("The answer is \\boxed{9^{9^{9^{9^{9}}}}}.", "timeout", "huge-power"),
+        ]
+        return found
+
+    def tools(self) -> list[ToolCheck]:
+        # Requirements as in pyproject.toml.
+        tools = [_package("math-verify", "math-verify==0.9.0")]
+        if self.source == REASONING_GYM:
+            tools.append(_package("reasoning-gym", "reasoning-gym==0.1.25"))
+        else:
+            tools.append(_package("pyarrow", "pyarrow>=15"))
+        return tools
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _shift_last_number(gold: str, delta: int) -> str | None:
+    """`gold` with its last number moved by `delta` (away from zero when that would go negative)."""
+    numbers = list(_NUMBER.finditer(gold))
+    if not numbers:
+        return None
+    last = numbers[-1]
+    value = Decimal(last.group())
+    shifted = value + delta if value + delta >= 0 else value + abs(delta)
+    return gold[: last.start()] + str(shifted) + gold[last.end() :]
+
+
+def _flip_first_sign(gold: str) -> str | None:
+    """`gold` with the sign of its first non-zero number flipped (a classic sign error)."""
+    for number in _NUMBER.finditer(gold):
+        if Decimal(number.group()) != 0:
+            start = number.start()
+            if gold[:start].endswith("-"):
+                return gold[: start - 1] + gold[start:]
+            return gold[:start] + "-" + gold[start:]
+    return None
+
+
+def _int_option(name: str, value: int | str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"math gym option {name}={value!r} must be a whole number") from None
+    if number < minimum:
+        raise ValueError(f"math gym option {name}={number} must be at least {minimum}")
+    return number
+
+
+def _package(distribution: str, requirement: str) -> ToolCheck:
+    try:
+        return ToolCheck(distribution, True, version(distribution))
+    except PackageNotFoundError:
+        return ToolCheck(distribution, False, install_hint=f"pip install '{requirement}'")

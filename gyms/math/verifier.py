@@ -1,0 +1,122 @@
+"""The math checker program: math-verify behind a JSON-lines protocol, run in the sandbox.
+
+Run as `python -I gyms/math/verifier.py` (or `python -m gyms.math.verifier`). It prints
+`{"ready": true}` once math-verify is imported, then answers each request line
+
+    {"answer": "<the model's extracted answer>", "gold": "<the gold answer>"}
+
+with one line `{"ok": true, "correct": bool, "parsed": str, "timed_out": bool}`, or
+`{"ok": false, "error": "..."}` for a request it cannot read. It never exits on bad input.
+
+It imports nothing from the project, so it runs wherever math-verify is installed.
+math-verify bounds its own work with `signal.alarm`, which works on the main thread only:
+that is why checks run in this process's main loop. A check that hangs where the alarm
+cannot interrupt it (inside C code) is ended by the caller's request timeout.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import re
+import sys
+from typing import Any, TextIO
+
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from math_verify.errors import TimeoutException
+
+# Seconds (whole: signal.alarm) math-verify may spend parsing the answer and comparing it.
+PARSE_TIMEOUT_S = 2
+VERIFY_TIMEOUT_S = 3
+_CONFIG = [LatexExtractionConfig(), ExprExtractionConfig()]
+# Python powers (`x**10`, as reasoning-gym writes polynomials) mean nothing in LaTeX; as `x^{10}`
+# the LaTeX parser reads them. Only plain exponents: the rest stays as written.
+_PYTHON_POWER = re.compile(r"\*\*\s*(-?\d+(?:\.\d+)?|[A-Za-z])")
+_PARSED_CHARS = 200
+
+
+class _TimeoutCounter(logging.Handler):
+    """math-verify reports its own timeouts only as log warnings: count them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Timeout during"):
+            self.count += 1
+
+
+_timeouts = _TimeoutCounter()
+
+
+def check(answer: str, gold: str) -> dict[str, Any]:
+    gold_parsed = _parse_gold(gold)
+    if not gold_parsed:
+        raise ValueError(f"the gold answer {gold!r} could not be parsed; fix the task's gold answer")
+    _timeouts.count = 0
+    parsed = parse(_as_latex(answer), extraction_config=_CONFIG, parsing_timeout=PARSE_TIMEOUT_S)
+    correct = bool(parsed) and verify(list(gold_parsed), parsed, timeout_seconds=VERIFY_TIMEOUT_S)
+    return {"ok": True, "correct": correct, "parsed": _describe(parsed), "timed_out": _timeouts.count > 0}
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_gold(gold: str) -> tuple[Any, ...]:
+    # Gold answers repeat across turns and episodes of a task: parse each once.
+    return tuple(parse(_as_latex(gold), extraction_config=_CONFIG, parsing_timeout=PARSE_TIMEOUT_S))
+
+
+def _as_latex(answer: str) -> str:
+    return "$\\boxed{" + _PYTHON_POWER.sub(r"^{\1}", answer) + "}$"
+
+
+def _describe(parsed: list[Any]) -> str:
+    """The parsed answer for logs: the sympy form if there is one, else the matched text."""
+    if not parsed:
+        return ""
+    symbolic = [p for p in parsed if not isinstance(p, str)]
+    return str((symbolic or parsed)[0])[:_PARSED_CHARS]
+
+
+def handle(line: bytes) -> dict[str, Any]:
+    try:
+        request = json.loads(line.decode())
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object")
+        answer, gold = request.get("answer"), request.get("gold")
+        if not isinstance(answer, str) or not isinstance(gold, str):
+            raise ValueError('a request needs string fields "answer" and "gold"')
+        return check(answer, gold)
+    except (Exception, TimeoutException) as exc:  # TimeoutException is a BaseException
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:1000]}
+
+
+def _protocol_stream() -> TextIO:
+    """A private copy of stdout for replies; fd 1 then points to stderr, so that a library
+    that prints cannot corrupt the protocol."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return replies
+
+
+def main() -> None:
+    replies = _protocol_stream()
+    log = logging.getLogger("math_verify")
+    log.addHandler(_timeouts)
+    log.setLevel(logging.WARNING)
+    log.propagate = False  # the counter is all we need; keep stderr for real failures
+
+    def reply(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    reply({"ready": True})
+    for line in sys.stdin.buffer:
+        if line.strip():
+            reply(handle(line))
+
+
+if __name__ == "__main__":
+    main()

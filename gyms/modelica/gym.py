@@ -1,0 +1,123 @@
+"""The Modelica gym: write a model from a spec; it is compiled, simulated and matched to a reference."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+from gyms.base import Candidate, Gym, Task, ToolCheck
+from gyms.modelica import mutations
+from gyms.modelica.backend import BACKENDS, BackendConfig, tool_checks
+from gyms.modelica.catalog import SPLITS, TaskSpec, load_catalog
+from gyms.modelica.episode import ModelicaEpisode
+from gyms.modelica.library import LIBRARY_ROOT, library_names
+
+# A step simulates at most three models: the reference, the answer, the reference with the
+# answer's tuned parameters. Each has its own call timeout.
+_CALLS_PER_STEP = 3
+
+
+class ModelicaGym(Gym):
+    """Options (strings from the command line are accepted):
+
+    - `backend`: "rumoca" (default; compiler and solver in the pip wheel) or "openmodelica"
+      (needs `omc` on PATH or OPENMODELICAHOME).
+    - `library_root`: extra library directories (os.pathsep-separated), e.g. the MSL's; they
+      must be readable by the sandbox's unprivileged user.
+    - `max_turns` (default 3), `sim_timeout_s` (the simulation's own budget, default 3),
+      `warm` (rumoca: one long-lived runner per worker, default true).
+    """
+
+    name = "modelica"
+    version = "0.1.0"
+
+    def __init__(
+        self,
+        backend: str = "rumoca",
+        library_root: str | None = None,
+        max_turns: int | str = 3,
+        sim_timeout_s: float | str = 3.0,
+        warm: bool | str = True,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown Modelica backend {backend!r}; use one of {', '.join(BACKENDS)}")
+        self.max_turns = _number("max_turns", max_turns, int, minimum=1)
+        self.config = BackendConfig(
+            kind=backend,
+            roots=(str(LIBRARY_ROOT), *_library_roots(library_root)),
+            sim_timeout_s=_number("sim_timeout_s", sim_timeout_s, float, minimum=0.1),
+            warm=_flag("warm", warm),
+        )
+        self.step_timeout_s = _CALLS_PER_STEP * self.config.call_timeout_s
+        self._specs = {spec.id: spec for spec in load_catalog()}
+
+    def tasks(self, split: str = "train") -> list[Task]:
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; the modelica gym has {', '.join(SPLITS)}")
+        return [spec.task() for spec in self._specs.values() if spec.split == split]
+
+    def open(self, task: Task) -> ModelicaEpisode:
+        if task.reference is None or "model" not in task.metadata:
+            raise ValueError(f"task {task.id!r} is not a Modelica task; take tasks from ModelicaGym.tasks()")
+        return ModelicaEpisode(task, self.max_turns, self.config)
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        spec: TaskSpec | None = self._specs.get(task.id)
+        return mutations.candidates(spec) if spec is not None else super().candidates(task, rng)
+
+    def tools(self) -> list[ToolCheck]:
+        return tool_checks(self.config.kind)
+
+    def describe(self) -> dict[str, str]:
+        described = super().describe()
+        described.update(backend=self.config.kind, library_roots=os.pathsep.join(self.config.roots))
+        return described
+
+
+def _library_roots(option: str | None) -> list[str]:
+    roots = [p for p in (option or "").split(os.pathsep) if p]
+    for root in roots:
+        path = Path(root)
+        if not path.is_dir():
+            raise ValueError(f"library_root {root!r} is not a directory")
+        blocked = _hidden_from_others(path.resolve())
+        if blocked is not None:
+            raise ValueError(
+                f"library_root {root!r} is not readable by the sandbox's unprivileged user: {blocked} lacks "
+                "read and search permission for others (chmod o+rx, or move the library elsewhere)"
+            )
+        if not library_names([root]):
+            raise ValueError(
+                f"library_root {root!r} holds no Modelica library: give the directory that contains "
+                "NAME/package.mo (or NAME.mo), not the library's own directory"
+            )
+    return [str(Path(r).resolve()) for r in roots]
+
+
+def _hidden_from_others(path: Path) -> Path | None:
+    """The first directory on the way to `path` that other users cannot pass (or, for `path`, list)."""
+    for ancestor in reversed(path.parents):
+        if not os.stat(ancestor).st_mode & 0o001:
+            return ancestor
+    return None if os.stat(path).st_mode & 0o005 == 0o005 else path
+
+
+def _number(name: str, value: object, kind: type[int] | type[float], minimum: float) -> int | float:
+    try:
+        number = kind(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"modelica gym option {name}={value!r} must be a {kind.__name__}") from None
+    if number < minimum:
+        raise ValueError(f"modelica gym option {name}={number} must be at least {minimum}")
+    return number
+
+
+def _flag(name: str, value: bool | str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"modelica gym option {name}={value!r} must be true or false")

@@ -1,0 +1,122 @@
+"""The rumoca backend: runner.py in the sandbox, warm (one per worker process) or one per call.
+
+Warm is the default. Python start-up and the rumoca/numpy import cost about 100 ms per
+sandboxed process, while compiling and simulating a task model takes 5-30 ms, so a warm
+runner makes a step several times cheaper (measured figures: docs/gyms/modelica.md). Every
+request still gets a fresh rumoca session, so one answer cannot leave classes behind for the
+next. `warm=False` starts a fresh runner per call in the episode's own work directory, for
+deployments that want no process shared between episodes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from gyms.base import ToolCheck
+from gyms.modelica.backend import SOURCE_NAME, BackendConfig, BackendFault, SimRequest, Simulation
+from gyms.sandbox import Limits, Sandbox, SandboxError, Workdir
+from gyms.warm import WarmCrash, WarmProcess, WarmTimeout
+
+RUNNER = Path(__file__).with_name("runner.py")
+# Address space of the runner: rumoca maps ~300 MB for a small model; the rest is headroom.
+MEMORY_MB = 2048
+INSTALL_HINT = "pip install rumoca==0.10.2"
+
+
+def rumoca_tool() -> ToolCheck:
+    try:
+        return ToolCheck("rumoca", True, version("rumoca"))
+    except PackageNotFoundError:
+        return ToolCheck("rumoca", False, install_hint=INSTALL_HINT)
+
+
+class RumocaBackend:
+    def __init__(self, config: BackendConfig) -> None:
+        if not rumoca_tool().available:
+            raise BackendFault(f"rumoca is not installed in {sys.prefix}; {INSTALL_HINT}")
+        self.config = config
+        self.needs_workdir = not config.warm
+        self._sandbox = Sandbox()
+        self._argv = [sys.executable, "-I", str(RUNNER)]
+        self._warm: WarmProcess | None = None
+        if config.warm:
+            self._warm = WarmProcess(self._argv, name="rumoca", memory_mb=MEMORY_MB, sandbox=self._sandbox)
+            atexit.register(self.close)
+
+    def simulate(self, request: SimRequest, workdir: Workdir | None) -> Simulation:
+        payload = self._payload(request)
+        started = time.monotonic()
+        if self._warm is not None:
+            reply = self._ask_warm(payload)
+        else:
+            if workdir is None:
+                raise BackendFault("the per-call rumoca runner needs the episode's work directory")
+            reply = self._ask_once(payload, workdir)
+        return Simulation.from_reply(reply, time.monotonic() - started)
+
+    def close(self) -> None:
+        if self._warm is not None:
+            self._warm.close()
+
+    def _payload(self, request: SimRequest) -> dict[str, Any]:
+        return {
+            "source": request.source,
+            "filename": SOURCE_NAME,
+            "model": request.model,
+            "roots": list(self.config.roots),
+            "stop_time": request.stop_time,
+            "intervals": request.intervals,
+            "variables": list(request.variables),
+            "parameters": list(request.parameters),
+            "overrides": dict(request.overrides),
+            "sim_timeout_s": self.config.sim_timeout_s,
+        }
+
+    def _ask_warm(self, payload: dict[str, Any]) -> dict[str, Any]:
+        assert self._warm is not None
+        try:
+            return self._warm.request(payload, self.config.call_timeout_s)
+        except WarmTimeout:
+            return _timed_out(self.config.call_timeout_s)
+        except WarmCrash as exc:
+            # The episode tells a crash caused by the model from a broken runner (see episode.py).
+            return {"status": "crash", "message": _last_line(str(exc))}
+        except SandboxError as exc:
+            raise BackendFault(f"the sandbox could not start the rumoca runner: {exc}") from exc
+
+    def _ask_once(self, payload: dict[str, Any], workdir: Workdir) -> dict[str, Any]:
+        timeout = self.config.call_timeout_s
+        limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout) + 1, memory_mb=MEMORY_MB)
+        try:
+            result = self._sandbox.run(
+                [*self._argv, "--once"], workdir, limits=limits, stdin=json.dumps(payload).encode()
+            )
+        except SandboxError as exc:
+            raise BackendFault(f"the sandbox could not start the rumoca runner: {exc}") from exc
+        if result.killed in ("timeout", "cpu-limit"):
+            return _timed_out(timeout)
+        lines = result.stdout.strip().splitlines()
+        if result.returncode != 0 or not lines:
+            why = result.killed or f"exit code {result.returncode}"
+            return {"status": "crash", "message": f"the runner died ({why}): {_last_line(result.stderr)}"}
+        try:
+            return json.loads(lines[-1])
+        except json.JSONDecodeError as exc:
+            raise BackendFault(f"the rumoca runner printed something that is not JSON: {lines[-1][:200]!r}") from exc
+
+
+def _timed_out(seconds: float) -> dict[str, Any]:
+    return {"status": "timeout", "message": f"compiling and simulating took longer than {seconds:g} s"}
+
+
+def _last_line(text: str) -> str:
+    """The last informative line of a dying runner's output (Rust adds a `note:` on backtraces)."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.startswith("note:")]
+    return lines[-1][:300] if lines else "no message"

@@ -1,0 +1,271 @@
+"""The math gym: answer extraction, task sources, and episodes checked by the real sandboxed checker."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gyms.base import Outcome, Task
+from gyms.conformance import check_gym
+from gyms.math import MathGym
+from gyms.math import gym as gym_module
+from gyms.math.dapo import load_problems
+from gyms.math.extract import extract_answer
+from gyms.math.gym import checker
+from gyms.math.tasks import RG_DATASETS
+from gyms.pool import GymPool
+
+
+@pytest.fixture(scope="module")
+def gym() -> MathGym:
+    return MathGym(size=len(RG_DATASETS))  # one task per dataset
+
+
+@pytest.fixture(scope="module")
+def task(gym: MathGym) -> Task:
+    return next(t for t in gym.tasks() if t.id.startswith("rg/chain_sum/"))
+
+
+# -- answer extraction ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("so the result is \\boxed{42}.", "42"),
+        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("first \\boxed{1}, then finally \\boxed{2}", "2"),
+        ("\\fbox{7}", "7"),
+        ("\\boxed {x^{2} + 1}", "x^{2} + 1"),
+        ("\\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),
+        ("\\boxed{$3$}", "3"),
+        ("\\boxed{3}\nAnswer: 4", "3"),  # a box wins over an answer line
+        ("Work...\nAnswer: 42", "42"),
+        ("**Answer:** 42", "42"),
+        ("**Answer: 42**", "42"),
+        ("answer: $x+1$", "x+1"),
+        ("Final answer: 7.", "7"),
+        ("Answer: 3\nno wait\nANSWER: 5\nThat's it.", "5"),
+    ],
+)
+def test_extracts_the_final_answer(text: str, answer: str) -> None:
+    assert extract_answer(text) == answer
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is 42.",
+        "\\boxed{42",
+        "\\boxed{1} and then \\boxed{2",  # the final box is malformed: no answer
+        "\\boxed{}",
+        "Answer:",
+        "The Answer: is somewhere in the text",  # not at the start of a line
+        "",
+    ],
+)
+def test_no_answer(text: str) -> None:
+    assert extract_answer(text) is None
+
+
+# -- tasks ---------------------------------------------------------------------------------
+
+
+def test_tasks_are_deterministic_for_a_seed() -> None:
+    first, again, other = MathGym(size=20, seed=3), MathGym(size="20", seed="3"), MathGym(size=20, seed=4)
+    assert first.tasks("train") == again.tasks("train")
+    assert [t.prompt for t in first.tasks("train")] != [t.prompt for t in other.tasks("train")]
+
+
+def test_task_ids_are_stable_across_sizes_and_splits_differ() -> None:
+    small, large = MathGym(size=5), MathGym(size=30)
+    by_id = {t.id: t for t in large.tasks("train")}
+    assert all(by_id[t.id] == t for t in small.tasks("train"))
+    assert len(by_id) == 30
+    assert {t.split for t in large.tasks("test")} == {"test"}
+    assert not {t.prompt for t in large.tasks("train")} & {t.prompt for t in large.tasks("test")}
+
+
+def test_generated_tasks_ask_for_a_boxed_answer(gym: MathGym) -> None:
+    tasks = gym.tasks("train")
+    assert {t.id.split("/")[1] for t in tasks} == set(RG_DATASETS)
+    for t in tasks:
+        assert "\\boxed{" in t.prompt
+        assert t.reference == f"The answer is \\boxed{{{t.metadata['gold']}}}."
+        assert t.id.startswith("rg/") and t.id[-4:].isdigit()
+
+
+def test_unknown_split_names_the_known_ones(gym: MathGym) -> None:
+    with pytest.raises(ValueError, match="train, test"):
+        gym.tasks("validation")
+
+
+@pytest.mark.parametrize("options", [{"size": "many"}, {"max_turns": 0}, {"seed": -1}])
+def test_bad_options_are_rejected(options: dict) -> None:
+    with pytest.raises(ValueError, match=next(iter(options))):
+        MathGym(**options)
+
+
+# -- the DAPO-Math loader ------------------------------------------------------------------
+
+_ASK = 'Solve the problem. The last line of your response should be of the form Answer: $Answer.\n\n'
+
+
+def _chat(content: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "Be careful."}, {"role": "user", "content": content}]
+
+
+@pytest.fixture
+def dapo_chat(tmp_path: Path) -> Path:
+    rows = [(_ASK + "What is 2+3?", "5"), (_ASK + "What is 6*7?", "42"), (_ASK + "What is 2+3?", "5")]
+    frame = pd.DataFrame(
+        {
+            "data_source": ["math_dapo"] * len(rows),
+            "prompt": [_chat(p) for p, _ in rows],
+            "reward_model": [{"ground_truth": g, "style": "rule-lighteval/MATH_v2"} for _, g in rows],
+        }
+    )
+    path = tmp_path / "dapo.parquet"
+    frame.to_parquet(path)
+    return path
+
+
+def test_dapo_chat_schema_is_loaded_and_deduplicated(dapo_chat: Path) -> None:
+    assert load_problems(dapo_chat) == [(_ASK + "What is 2+3?", "5"), (_ASK + "What is 6*7?", "42")]
+    gym = MathGym(source=str(dapo_chat))
+    tasks = gym.tasks("train") + gym.tasks("test")
+    assert sorted(t.metadata["gold"] for t in tasks) == ["42", "5"]
+    for t in tasks:
+        assert t.id.startswith("dapo/")
+        assert t.prompt.startswith(_ASK)  # the prompt's own format is kept...
+        assert t.reference == f"Answer: {t.metadata['gold']}"  # ...and the reference follows it
+
+
+def test_dapo_flat_schema(tmp_path: Path) -> None:
+    path = tmp_path / "flat.parquet"
+    prompts = ["What is 1+1?", "What is 1+1?", " Solve x+1=3. "]
+    pd.DataFrame({"prompt": prompts, "solution": ["2", "2", "2"]}).to_parquet(path)
+    assert load_problems(path) == [("What is 1+1?", "2"), ("Solve x+1=3.", "2")]
+    tasks = MathGym(source=str(path)).tasks("train") + MathGym(source=str(path)).tasks("test")
+    assert len(tasks) == 2
+    assert all("\\boxed{" in t.prompt and t.reference.endswith("\\boxed{2}.") for t in tasks)
+
+
+def test_dapo_bad_schema_names_the_columns(tmp_path: Path) -> None:
+    path = tmp_path / "other.parquet"
+    pd.DataFrame({"question": ["What is 1+1?"], "answer": ["2"]}).to_parquet(path)
+    with pytest.raises(ValueError, match="question, answer"):
+        MathGym(source=str(path)).tasks()
+
+
+def test_dapo_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="parquet"):
+        MathGym(source=str(tmp_path / "missing.parquet")).tasks()
+
+
+# -- episodes, through the real sandboxed checker ------------------------------------------
+
+
+def test_reference_passes(gym: MathGym, task: Task) -> None:
+    result = gym.open(task).step(task.reference)
+    assert (result.outcome, result.reward, result.done) == (Outcome.PASS, 1.0, True)
+    assert result.info["answer"] == task.metadata["gold"]
+    assert result.info["check_s"] >= 0
+
+
+def test_wrong_answer_then_retry(gym: MathGym, task: Task) -> None:
+    episode = gym.open(task)
+    wrong = episode.step(f"\\boxed{{{int(task.metadata['gold']) + 1}}}")
+    assert (wrong.outcome, wrong.reward, wrong.done) == (Outcome.FAIL, 0.0, False)
+    assert "not correct" in wrong.observation and "try again" in wrong.observation
+    assert task.metadata["gold"] not in wrong.observation
+    right = episode.step(task.reference)
+    assert (right.outcome, right.reward, right.done, right.turn) == (Outcome.PASS, 1.0, True, 2)
+
+
+def test_turns_run_out(gym: MathGym, task: Task) -> None:
+    episode = gym.open(task)
+    first, last = episode.step("I don't know."), episode.step("\\boxed{x}")
+    assert "\\boxed" in first.observation and not first.done
+    assert (last.outcome, last.done, last.turn) == (Outcome.FAIL, True, 2)
+    assert "try again" not in last.observation
+
+
+def test_episode_survives_a_pickle_round_trip(gym: MathGym, task: Task) -> None:
+    episode = gym.open(task)
+    episode.step("no idea")
+    restored = pickle.loads(pickle.dumps(episode))
+    result = restored.step(task.reference)
+    assert (result.outcome, result.turn) == (Outcome.PASS, 2)
+
+
+def test_candidates_keep_their_promise(gym: MathGym) -> None:
+    for task in gym.tasks():
+        for candidate in gym.candidates(task, random.Random(0)):
+            if candidate.expect == "timeout":
+                continue  # slow on purpose: tested once below
+            result = gym.open(task).step(candidate.action)
+            assert (result.outcome is Outcome.PASS) == (candidate.expect == "pass"), (task.id, candidate)
+
+
+def test_timeout_candidate_ends_as_a_fail(gym: MathGym, task: Task) -> None:
+    (slow,) = [c for c in gym.candidates(task, random.Random(0)) if c.expect == "timeout"]
+    result = gym.open(task).step(slow.action)
+    assert (result.outcome, result.reward) == (Outcome.FAIL, 0.0)
+    assert "in time" in result.observation
+    assert result.info["check_s"] < gym.step_timeout_s
+
+
+def test_a_checker_that_does_not_answer_in_time_is_a_fail_and_is_replaced(
+    gym: MathGym, task: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Shorter than math-verify's own 3 s limit, so the request timeout of the real process fires.
+    gym.open(task).step(task.reference)  # a started checker
+    starts = checker().starts
+    monkeypatch.setattr(gym_module, "CHECK_TIMEOUT_S", 0.5)
+    result = gym.open(task).step("\\boxed{9^{9^{9^{9^{9}}}}}")
+    assert (result.outcome, result.info["timed_out"]) == (Outcome.FAIL, True)
+    assert "in time" in result.observation
+    monkeypatch.undo()
+    assert gym.open(task).step(task.reference).outcome is Outcome.PASS
+    assert checker().starts == starts + 1
+
+
+def test_dapo_answer_line_is_checked(dapo_chat: Path) -> None:
+    gym = MathGym(source=str(dapo_chat), max_turns=1)
+    for task in gym.tasks("train") + gym.tasks("test"):
+        right = gym.open(task).step(f"Some reasoning.\n**Answer:** {task.metadata['gold']}")
+        assert right.outcome is Outcome.PASS
+        result = gym.open(task).step("Answer: 7")
+        assert (result.outcome, result.done) == (Outcome.FAIL, True)
+
+
+def test_a_bad_gold_answer_is_an_infrastructure_error(gym: MathGym) -> None:
+    broken = Task(id="broken", prompt="?", metadata={"gold": ""})
+    result = gym.open(broken).step("\\boxed{1}")
+    assert (result.outcome, result.done) == (Outcome.ERROR, True)
+    assert "could not be parsed" in result.info["error"]
+
+
+def test_one_checker_serves_every_episode(gym: MathGym, task: Task) -> None:
+    gym.open(task).step(task.reference)
+    starts = checker().starts
+    for _ in range(3):
+        gym.open(task).step(task.reference)
+    assert checker().starts == starts
+
+
+def test_episode_steps_in_a_gym_pool_worker(gym: MathGym, task: Task) -> None:
+    with GymPool(workers=1, step_timeout_s=gym.step_timeout_s) as pool:
+        call = pool.step(gym.open(task), task.reference)
+    assert (call.result.outcome, call.result.reward) == (Outcome.PASS, 1.0)
+
+
+def test_the_gym_passes_the_conformance_check() -> None:
+    report = check_gym(MathGym(size=4), limit=2, workers=2)
+    assert report.ok, report.violations
+    assert not report.notes  # the huge-power candidate exercised the timeout
