@@ -99,9 +99,7 @@ def gyms_check(
 
 def _benchmark_table(summary: dict) -> Table:
     modes = summary["modes"]
-    label = f" ({'emulated: ' + summary['profile']['name'] if summary['emulated'] else 'measured'})"
-    table = Table("metric", *(f"{m}" for m in modes), *(["improvement"] if len(modes) == 2 else []),
-                  title=f"{summary['gym']} · policy {summary['policy']['policy']}{label}")  # fmt: skip
+    table = Table("metric", *modes, *(["improvement"] if len(modes) == 2 else []))
 
     def row(name: str, key: str, fmt: str, better: str | None = None) -> None:
         values = [m[key] for m in modes.values()]
@@ -171,6 +169,8 @@ def benchmark(
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
+    stages = f"emulated: {summary['profile']['name']}" if summary["emulated"] else "measured"
+    console.print(f"\n[bold]{summary['gym']}[/] · policy {summary['policy']['policy']} ({stages})")
     console.print(_benchmark_table(summary))
     if "comparison" in summary:
         c = summary["comparison"]
@@ -189,6 +189,35 @@ def benchmark(
         console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
                       f"{summary['profile']['name']}: {summary['profile']['description']}")  # fmt: skip
     console.print(f"written: {run_dir}")
+
+
+@app.command()
+def calibrate(
+    policy: Annotated[str, typer.Option(help="tiny, or hf:PATH[@DEVICE] (cuda, npu, cpu).")] = "tiny",
+    name: Annotated[str, typer.Option(help="The profile's name.")] = "calibrated",
+    out: Annotated[Path, typer.Option(help="Where the profile JSON is written.")] = Path("profile.json"),
+    steps: Annotated[int, typer.Option(min=1, help="Measured steps (after one warm-up step).")] = 3,
+    batch: Annotated[int, typer.Option(min=1)] = 4,
+    group: Annotated[int, typer.Option(min=1)] = 4,
+    prompt_chars: Annotated[int, typer.Option(min=1)] = 64,
+) -> None:
+    """Time a real policy's generation, training and weight sync; write a hardware profile."""
+    from trainer.calibrate import calibrate as measure
+    from trainer.policies import make_policy
+    from trainer.policies.profiles import ZERO
+    from trainer.policies.torch_lm import TorchPolicy
+
+    model = make_policy(policy, None, ZERO)  # type: ignore[arg-type]  (no gym: synthetic prompts)
+    if not isinstance(model, TorchPolicy):
+        raise typer.BadParameter("calibrate a real model: tiny or hf:PATH", param_hint="--policy")
+    console.print(f"calibrating {policy}: {steps} steps of {batch} x {group} samples")
+    profile = measure(model, name, steps=steps, batch=batch, group=group, prompt_chars=prompt_chars)
+    profile.save(out)
+    console.print(
+        f"generate {profile.generate_s_per_token * 1e3:.3f} ms/token, actor_train "
+        f"{profile.train_s_per_token * 1e3:.3f} ms/token, update_weights {profile.update_weights_s:.3f} s"
+    )
+    console.print(f"written: {out} (use it with harness benchmark --profile {out})")
 
 
 def main() -> None:

@@ -90,7 +90,7 @@ def _rg_task(dataset: str, index: int, item: dict, split: str) -> Task:
     )
 
 
-def addition_tasks(split: str, max_operand: int = 4) -> list[Task]:
+def addition_tasks(split: str, max_operand: int = 2) -> list[Task]:
     """Sums of two small numbers, for learning checks: a tiny model can learn them in minutes.
 
     `train` has every a + b with a, b <= max_operand; `test` has the sums where one operand is

@@ -131,7 +131,7 @@ class TorchPolicy(Policy):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.learner.parameters(), 1.0)
         self.optimizer.step()
-        return {"loss": float(loss), "tokens": float(mask.sum())}
+        return {"loss": float(loss.detach()), "tokens": float(mask.sum())}
 
     def _batch(self, rows: list[tuple[Generation, float]]) -> tuple[torch.Tensor, ...]:
         """Right-padded sequences; mask and behaviour logprobs aligned to predicted tokens."""

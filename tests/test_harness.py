@@ -1,0 +1,70 @@
+"""`harness benchmark` and `harness calibrate` as a user runs them."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from conftest import harness
+
+from trainer.policies.profiles import load_profile
+
+SUMMARY_FIGURES = [
+    "step_time_mean", "step_time_std", "train_wait_mean", "actor_train_mean", "update_weights_mean",
+    "trainer_idle_ratio", "rollout_idle_ratio", "gym_utilisation", "samples_per_s", "reward_mean",
+    "staleness_histogram", "accounting", "ideal_step_time", "rollout_train_rate_ratio",
+    "step_time_lag1_autocorrelation", "oscillation",
+]  # fmt: skip
+
+
+def test_benchmark_writes_a_complete_run_record(tmp_path):
+    out = harness("benchmark", "--gym", "math", "--steps", "3", "--batch", "2", "--group", "2",
+                  "--results", str(tmp_path), "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    run_dir = tmp_path / "runs" / summary["run_id"]
+    assert json.loads((run_dir / "summary.json").read_text()) == summary
+    assert summary["emulated"] is True and summary["profile"]["name"] == "h100-qwen3-4b"
+    assert summary["git"]["commit"] and summary["hardware"]["cores"] >= 1 and summary["tools"]["math-verify"]
+    for mode in ("sync", "async"):
+        figures = summary["modes"][mode]
+        assert set(SUMMARY_FIGURES) <= set(figures), mode
+        # lag-1 autocorrelation needs three measured steps; every other figure is always there
+        assert all(figures[k] is not None for k in SUMMARY_FIGURES if k != "step_time_lag1_autocorrelation")
+        assert figures["accounting"]["balanced"] is True
+        assert figures["measured_steps"] == 2
+    assert set(summary["comparison"]) >= {"speedup", "ideal_speedup", "achieved_over_ideal"}
+    steps = list(csv.DictReader((run_dir / "steps.csv").open()))
+    assert [r["mode"] for r in steps] == ["sync"] * 3 + ["async"] * 3
+    kinds = {json.loads(line)["kind"] for line in (run_dir / "timeline.jsonl").open()}
+    assert kinds >= {"train_wait", "actor_train", "update_weights", "generate", "gym_step"}
+    assert (run_dir / "buffer.csv").read_text().startswith("mode,time,depth")
+
+
+def test_benchmark_table_names_the_emulation(tmp_path):
+    out = harness("benchmark", "--gym", "math", "--mode", "async", "--steps", "2", "--batch", "1",
+                  "--group", "2", "--profile", "zero", "--results", str(tmp_path), env={"COLUMNS": "200"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "emulated: zero" in out.stdout and "trainer idle ratio" in out.stdout
+
+
+def test_benchmark_bad_input_is_one_clear_line(tmp_path):
+    for args, message in [
+        (["--gym", "maht"], "Did you mean 'math'"),
+        (["--gym", "math", "--profile", "b200"], "unknown hardware profile"),
+        (["--gym", "math", "--policy", "gpt"], "unknown policy"),
+        (["--gym", "math", "--mode", "sideways"], "use both, sync or async"),
+    ]:
+        out = harness("benchmark", *args, "--results", str(tmp_path))
+        assert out.returncode != 0
+        assert message in out.stdout + out.stderr
+        assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_calibrate_writes_a_profile_that_benchmark_accepts(tmp_path):
+    path = tmp_path / "cpu.json"
+    out = harness("calibrate", "--steps", "1", "--batch", "2", "--group", "2", "--name", "cpu-tiny", "--out", str(path))
+    assert out.returncode == 0, out.stderr
+    profile = load_profile(str(path))
+    assert profile.name == "cpu-tiny" and profile.generate_s_per_token > 0 and profile.train_s_per_token > 0
+    assert "harness calibrate" in profile.sources["measurement"]

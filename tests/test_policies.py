@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from gyms import Task
+from trainer.policies import make_policy
+from trainer.policies.profiles import A3_QWEN3_4B, BUILTIN, H100_QWEN3_4B, load_profile
+from trainer.policies.torch_lm import TorchPolicy, hf_policy, tiny_policy
+from trainer.types import Group, Request, Trajectory, Turn
+
+TASK = Task("t/0", "2 + 2 = ", reference="4")
+
+
+def one_group(policy: TorchPolicy, version: int, rewards: list[float]) -> Group:
+    gens = policy.generate([Request(TASK, TASK.prompt, 1)] * len(rewards), version)
+    trajs = []
+    for gen, r in zip(gens, rewards):
+        traj = Trajectory(TASK.id, 0, version, [Turn(TASK.prompt, gen, version, reward=r)])
+        trajs.append(traj)
+    mean = sum(rewards) / len(rewards)
+    return Group(0, TASK.id, version, trajs, [r - mean for r in rewards])
+
+
+@pytest.fixture(scope="module")
+def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Llama and a character tokenizer, built in code (nothing is downloaded)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    path = tmp_path_factory.mktemp("hf-tiny")
+    vocab = {chr(i): i - 32 for i in range(32, 127)}
+    for special in ("\n", "<unk>", "</s>"):
+        vocab[special] = len(vocab)
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    tok.decoder = decoders.Fuse()
+    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", unk_token="<unk>").save_pretrained(path)
+    config = LlamaConfig(
+        vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128, eos_token_id=vocab["</s>"],
+    )  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(params=["tiny", "hf"])
+def policy(request, hf_dir) -> TorchPolicy:
+    torch.manual_seed(0)
+    if request.param == "tiny":
+        return tiny_policy(seed=0, max_new_tokens=8)
+    return hf_policy(str(hf_dir), max_new_tokens=8, max_len=64)
+
+
+def test_behaviour_logprobs_match_the_learner_before_training(policy):
+    group = one_group(policy, 0, [1.0, 0.0, 0.0, 1.0])
+    gen = group.trajectories[0].turns[0].generation
+    assert len(gen.logprobs) == len(gen.response_tokens) > 0
+    ids, mask, behaviour, _ = policy._batch([(gen, 1.0)])
+    learner = policy._token_logprobs(policy.learner.eval(), ids)
+    assert torch.allclose(learner[mask.bool()], behaviour[mask.bool()], atol=1e-4)
+
+
+def test_a_train_step_moves_the_learner_not_the_published_engine(policy):
+    before = [p.detach().clone() for p in policy.learner.parameters()]
+    stats = policy.train_step([one_group(policy, 0, [1.0, 0.0, 0.0, 1.0])])
+    assert stats["tokens"] > 0
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.learner.parameters()))
+    engine0 = policy._engines[0]
+    assert all(torch.equal(a, b) for a, b in zip(before, engine0.parameters()))
+    assert policy.update_weights() == 1
+    assert all(torch.equal(a, b) for a, b in zip(policy.learner.parameters(), policy._engines[1].parameters()))
+
+
+def test_pinned_versions_stay_until_released():
+    policy = tiny_policy(seed=0, max_new_tokens=4)
+    pinned = policy.acquire()
+    policy.update_weights()
+    policy.update_weights()
+    assert set(policy._engines) == {0, 2}  # 1 was never pinned
+    policy.generate([Request(TASK, TASK.prompt, 1)], pinned)  # the old version still serves
+    policy.release(pinned)
+    assert set(policy._engines) == {2}
+
+
+def test_grpo_steps_raise_the_probability_of_rewarded_answers():
+    torch.manual_seed(0)
+    policy = tiny_policy(seed=0, lr=3e-3, max_new_tokens=1)
+    request = Request(TASK, TASK.prompt, 1)
+
+    def p_target() -> float:
+        ids = torch.tensor([policy.tokenizer.encode(TASK.prompt) + [ord("4")]])
+        return float(policy._token_logprobs(policy.learner.eval(), ids)[0, -1].exp().detach())
+
+    start = p_target()
+    for _ in range(20):
+        gens = policy.generate([request] * 16, policy.version)
+        rewards = [1.0 if g.text == "4" else 0.0 for g in gens]
+        if not any(rewards):
+            gens[0] = type(gens[0])("4", gens[0].prompt_tokens, [ord("4")], [gens[0].logprobs[0]])
+            rewards[0] = 1.0
+        mean = sum(rewards) / len(rewards)
+        trajs = [Trajectory(TASK.id, 0, policy.version, [Turn(TASK.prompt, g, policy.version, reward=r)])
+                 for g, r in zip(gens, rewards)]  # fmt: skip
+        policy.train_step([Group(0, TASK.id, policy.version, trajs, [r - mean for r in rewards])])
+        policy.update_weights()
+    assert p_target() > start + 0.2
+
+
+def test_hf_policy_names_a_bad_path():
+    with pytest.raises(ValueError, match="cannot load a transformers model"):
+        hf_policy("/nonexistent/model")
+
+
+def test_make_policy_rejects_unknown_names():
+    with pytest.raises(ValueError, match="'replay', 'tiny' or 'hf:PATH"):
+        make_policy("gpt", None, H100_QWEN3_4B)  # type: ignore[arg-type]
+
+
+def test_profiles_reproduce_their_published_figures():
+    # A3 setup 1 and setup 2 actor_train times are fitted exactly
+    assert A3_QWEN3_4B.actor_train_s(32 * (256 + 768)) == pytest.approx(9.9)
+    assert A3_QWEN3_4B.actor_train_s(256 * (256 + 1536)) == pytest.approx(81.1)
+    assert A3_QWEN3_4B.generate_s(256 * 1536) == pytest.approx(67.0)
+    assert H100_QWEN3_4B.generate_s(16 * 512) == pytest.approx(1.5)
+    assert H100_QWEN3_4B.actor_train_s(16 * 768) == pytest.approx(2.0)
+    for profile in BUILTIN.values():
+        assert profile.name in BUILTIN and (profile.sources or profile.name == "zero")
+
+
+def test_profiles_load_by_name_or_file(tmp_path):
+    assert load_profile("a3-qwen3-4b") is A3_QWEN3_4B
+    H100_QWEN3_4B.save(tmp_path / "p.json")
+    assert load_profile(str(tmp_path / "p.json")) == H100_QWEN3_4B
+    with pytest.raises(ValueError, match="unknown hardware profile 'b200'"):
+        load_profile("b200")
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="is not a hardware profile"):
+        load_profile(str(tmp_path / "bad.json"))
+
+
+def test_replay_policy_picks_candidates_with_the_given_skill():
+    from toy_gyms import ToyGym
+
+    from trainer.policies.replay import ReplayPolicy
+
+    gym = ToyGym()
+    policy = ReplayPolicy(gym, load_profile("zero"), skill=0.25, seed=random.Random(0).randint(0, 99))
+    task = gym.tasks()[0]
+    texts = [g.text for g in policy.generate([Request(task, task.prompt, 1)] * 400, 0)]
+    assert 0.15 < texts.count("pass") / 400 < 0.35
