@@ -125,3 +125,22 @@ def test_a_crashed_rollout_worker_fails_the_run(pool):
 def test_lag1_autocorrelation_of_an_alternating_series():
     assert lag1_autocorrelation([1, 3, 1, 3, 1, 3]) == pytest.approx(-5 / 6)
     assert lag1_autocorrelation([2, 2]) is None
+
+
+def test_oscillation_verdicts():
+    from trainer.metrics import oscillation_verdict
+
+    assert oscillation_verdict("async", 2.0, -0.8).startswith("oscillating")
+    assert oscillation_verdict("async", 2.0, 0.1).startswith("rollout-bound")
+    assert oscillation_verdict("async", 0.5, -0.8).startswith("training-bound")
+    assert oscillation_verdict("sync", 2.0, -0.8).startswith("synchronous")
+
+
+def test_slow_generation_is_diagnosed_as_rollout_bound(pool):
+    gym = ToyGym(tasks=3)
+    slow_generation = HardwareProfile("slow-gen", "test", 1e-3, 1e-6, 0.0, response_tokens=100, prompt_tokens=10)
+    result = run(gym, ReplayPolicy(gym, slow_generation, seed=0), pool, RunConfig(steps=4, batch_groups=2))
+    summary = summarize(result)
+    assert summary["rollout_train_rate_ratio"] > 1
+    assert summary["oscillation"].startswith(("rollout-bound", "oscillating"))
+    assert summary["trainer_idle_ratio"] > 0.5

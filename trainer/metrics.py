@@ -28,7 +28,9 @@ def lag1_autocorrelation(xs: Sequence[float]) -> float | None:
     return sum((a - mean) * (b - mean) for a, b in zip(xs, xs[1:])) / var
 
 
-def oscillation_verdict(rate_ratio: float, autocorr: float | None) -> str:
+def oscillation_verdict(mode: str, rate_ratio: float, autocorr: float | None) -> str:
+    if mode == "sync":
+        return "synchronous: the stages run one after another, so there is no pipeline to oscillate"
     if rate_ratio > 1 and autocorr is not None and autocorr < -0.3:
         return (
             "oscillating: rollout is slower than training and step times alternate long/short "
@@ -82,7 +84,7 @@ def summarize(result: RunResult) -> dict:
         "stage_per_step": {"generate": gen_per_step, "gym": gym_per_step, "train": train_per_step},
         "rollout_train_rate_ratio": rate_ratio,
         "step_time_lag1_autocorrelation": autocorr,
-        "oscillation": oscillation_verdict(rate_ratio, autocorr),
+        "oscillation": oscillation_verdict(result.config.mode, rate_ratio, autocorr),
         "warmup_step_time": steps[0].step_time,
     }
 

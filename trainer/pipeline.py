@@ -86,13 +86,13 @@ def run(
     config: RunConfig,
     on_step: Callable[[StepRecord], None] | None = None,
 ) -> RunResult:
+    tasks = TaskSampler(gym.tasks(config.split), config.seed)  # before the clock starts
     timeline = Timeline()
     buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness)
     depth_series: list[tuple[float, int]] = []
     rollout = Rollout(
-        gym, pool, policy, buffer, timeline, TaskSampler(gym.tasks(config.split), config.seed),
-        config.group_size, threading.Lock(), depth_series,
-    )  # fmt: skip
+        gym, pool, policy, buffer, timeline, tasks, config.group_size, threading.Lock(), depth_series
+    )
     workers = [
         threading.Thread(target=rollout.worker, name=f"rollout-{i}", daemon=True) for i in range(config.workers)
     ]
