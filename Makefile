@@ -8,4 +8,4 @@ test: setup
 	.venv/bin/python -m pytest
 
 benchmark: setup
-	.venv/bin/harness gyms check math
+	.venv/bin/harness benchmark --gym verilog

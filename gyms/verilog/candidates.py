@@ -1,0 +1,101 @@
+"""Known answers for replay and the conformance check: the reference, vetted mutants, a design
+that does not compile and one that never finishes.
+
+A mutant is only offered as a known-bad answer if it was seen to fail. `vetted_mutants.json`
+(written by `python -m gyms.verilog.vet --write`) lists, per task, mutants that failed with
+reward <= 0.9 under every vetted seed at the task's default vector count; the vectors of a
+longer run start with those of a shorter one, so they fail with more vectors too. Under any
+other seed or a shorter run, each offered mutant is simulated once here first.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gyms.base import Candidate, Outcome, Task
+from gyms.verilog.episode import Settings, VerilogEpisode
+from gyms.verilog.mutate import Mutant, mutants, never_finishing, without_first_semicolon
+from gyms.verilog.precheck import PortSpec
+from gyms.verilog.spec import MODULE, DesignTask
+from gyms.verilog.tasks import builtin_tasks
+
+VETTED = Path(__file__).with_name("vetted_mutants.json")
+MUTANTS_PER_TASK = 3
+
+
+def answer(code: str) -> str:
+    """Code as a model would answer it."""
+    return f"Here is the design.\n\n```verilog\n{code.rstrip()}\n```\n"
+
+
+@cache
+def vetted() -> dict[str, Any]:
+    return json.loads(VETTED.read_text())
+
+
+def task_mutants(design: DesignTask) -> list[Mutant]:
+    return mutants(design.reference, design.clock, design.reset.name if design.reset else None)
+
+
+def vetted_mutants(design: DesignTask) -> list[Mutant]:
+    """The task's vetted mutants that still match the reference they were vetted on."""
+    current = {m.label: m for m in task_mutants(design)}
+    entries = vetted()["tasks"].get(design.id, [])
+    return [current[e["label"]] for e in entries if e["label"] in current and current[e["label"]].digest == e["digest"]]
+
+
+def builtin_candidates(task: Task, rng: random.Random, settings: Settings) -> list[Candidate]:
+    design = builtin_tasks()[task.id]
+    ports = [PortSpec(p.name, p.direction, p.width) for p in design.ports]
+    pool = vetted_mutants(design)
+    chosen = rng.sample(pool, min(MUTANTS_PER_TASK, len(pool)))
+    if not _vetted_setting(design, settings):
+        chosen = [m for m in chosen if _fails(task, m, settings)]
+    return [
+        Candidate(answer(design.reference), "pass", "reference"),
+        *(Candidate(answer(m.text), "fail", m.label) for m in chosen),
+        Candidate(answer(without_first_semicolon(design.reference)), "fail", "syntax-error"),
+        Candidate(answer(never_finishing(design.reference, MODULE, ports)), "timeout", "never-finishes"),
+    ]
+
+
+def loader_candidates(task: Task) -> list[Candidate]:
+    """Benchmark tasks: their reference (renamed to the module asked for) and the two fixed bad ones."""
+    if task.reference is None:
+        return []
+    found = [
+        Candidate(answer(task.reference), "pass", "reference"),
+        Candidate(answer(without_first_semicolon(task.reference)), "fail", "syntax-error"),
+    ]
+    ports = task.metadata.get("ports")
+    if ports:
+        spec = [PortSpec(*p) for p in ports]
+        if any(p.direction == "output" for p in spec):
+            found.append(Candidate(answer(never_finishing(task.reference, task.metadata["module"], spec)), "timeout",
+                                   "never-finishes"))  # fmt: skip
+    return found
+
+
+def _vetted_setting(design: DesignTask, settings: Settings) -> bool:
+    bench = settings.bench
+    return bench.seed in vetted()["seeds"] and (bench.vectors is None or bench.vectors >= design.vectors)
+
+
+_checked: dict[tuple[str, str, Settings], bool] = {}
+
+
+def _fails(task: Task, mutant: Mutant, settings: Settings) -> bool:
+    """Simulate the mutant once under these settings (cached); True if it does not pass."""
+    key = (task.id, mutant.label, settings)
+    if key not in _checked:
+        episode = VerilogEpisode(task, 1, settings)
+        try:
+            result = episode.step(answer(mutant.text))
+        finally:
+            episode.close()
+        _checked[key] = result.outcome is Outcome.FAIL and not result.info.get("timed_out")
+    return _checked[key]

@@ -1,0 +1,233 @@
+"""One attempt at a Verilog task: extract, pre-check, build and simulate in the sandbox, score.
+
+An episode is pickled between the gym pool's processes, so it holds only the task, its
+settings and the path of its work directory (made on the first step, in the worker). Each
+turn works in a subdirectory `turn-N/` of it, where its logs and waveforms stay: `info`
+passes their paths, and `close()` removes them unless `keep_artifacts` is set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gyms.base import Episode, Outcome, Task, Verdict
+from gyms.sandbox import Limits, RunResult, Sandbox, SandboxError, Workdir
+from gyms.verilog import cocotb_bench
+from gyms.verilog.benches import DESIGN, BenchOptions, BuiltinBench, make_bench
+from gyms.verilog.extract import MAX_SOURCE_CHARS, extract_verilog
+from gyms.verilog.precheck import precheck
+from gyms.verilog.prebuild import ensure_warm
+from gyms.verilog.simulators import Build, Job, make_simulator
+from gyms.verilog.testbench import WAVES, Score
+from gyms.verilog.toolchain import ToolMissing, ccache_dir, require_verilator
+
+FEEDBACK_CHARS = 2500  # compiler output beyond this is noise to the model
+RETRY = "\nFix the design and answer with the complete module again."
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The gym options an episode needs (plain values: they travel with the episode)."""
+
+    simulator: str  # "icarus" or "verilator"
+    testbench: str  # "sv" or "cocotb"
+    bench: BenchOptions
+    compile_timeout_s: float
+    sim_timeout_s: float
+    keep_artifacts: bool
+    ccache_dir: str | None  # None: the default directory; "off": no cache
+
+
+_sandboxes: dict[int, Sandbox] = {}
+
+
+def _sandbox() -> Sandbox:
+    """One per process: choosing the backend probes bwrap once."""
+    pid = os.getpid()
+    if pid not in _sandboxes:
+        _sandboxes[pid] = Sandbox()
+    return _sandboxes[pid]
+
+
+class VerilogEpisode(Episode):
+    def __init__(self, task: Task, max_turns: int, settings: Settings) -> None:
+        super().__init__(task, max_turns)
+        self.settings = settings
+        self.workdir: Workdir | None = None
+
+    def close(self) -> None:
+        if self.workdir is not None and not self.settings.keep_artifacts:
+            self.workdir.cleanup()
+            self.workdir = None
+
+    def evaluate(self, action: str) -> Verdict:
+        retry = RETRY if self.turn < self.max_turns else ""
+        try:
+            return self._evaluate(action, retry)
+        except (ToolMissing, SandboxError) as exc:
+            return Verdict(0.0, Outcome.ERROR, f"internal error: {exc}", {"error": str(exc)})
+
+    def _evaluate(self, action: str, retry: str) -> Verdict:
+        s = self.settings
+        bench = make_bench(self.task, s.bench)
+        code = extract_verilog(action[: 4 * MAX_SOURCE_CHARS], bench.module)
+        if code is None:
+            return _fail(f"No Verilog found. Answer with the complete `module {bench.module}` in a ```verilog "
+                         "code block.", {})  # fmt: skip
+        if len(code) > MAX_SOURCE_CHARS:
+            return _fail(f"The design is {len(code)} characters long; the limit is {MAX_SOURCE_CHARS}.", {})
+        started = time.monotonic()
+        checked = precheck(code, bench.module, bench.expected_ports, bench.allow_printing, bench.reserved_modules)
+        info: dict[str, Any] = {"precheck_s": round(time.monotonic() - started, 4)}
+        if not checked.ok:
+            return _fail("Your design has errors:\n" + "\n".join(checked.errors) + retry, info)
+
+        job = self._job(s)
+        info.update(workdir=str(job.workdir.path), turn_dir=str(job.path))
+        (job.path / DESIGN).write_text(code)
+        build = bench.prepare(job.path)
+        if s.testbench == "cocotb":
+            if not isinstance(bench, BuiltinBench):
+                raise ValueError(f"task {self.task.id}: the cocotb testbench exists for built-in tasks only")
+            cocotb_bench.bench_files(bench.task, job.path, s.bench.waves, s.simulator)
+        built = self._build(job, build)
+        info.update(build_s=round(built.wall_s, 3), build_log=str(_log(job, "build.log", built)))
+        if not built.ok:
+            return self._build_failed(built, info, retry)
+        nonce = secrets.token_hex(8)
+        ran = self._simulate(job, build, nonce)
+        info.update(sim_s=round(ran.wall_s, 3), sim_log=str(_log(job, "sim.log", ran)))
+        waves = job.path / WAVES
+        if waves.exists():
+            info["waves"] = str(waves)
+        score = bench.score(ran.stdout, nonce)
+        if score is None:
+            return self._no_verdict(ran, info, retry)
+        info.update(checks_passed=score.passed, checks_total=score.total)
+        return _scored(score, info, retry)
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _job(self, s: Settings) -> Job:
+        sandbox = _sandbox()
+        if self.workdir is None:
+            self.workdir = sandbox.workdir(prefix="heavygym-verilog-")
+        subdir = f"turn-{self.turn}"
+        path = self.workdir.path / subdir
+        path.mkdir(exist_ok=True)
+        if self.workdir.uid is not None:
+            os.chown(path, self.workdir.uid, self.workdir.uid)  # the sandbox writes its build here
+        env: dict[str, str] = {}
+        shared: list[Path] = []
+        simulator = make_simulator(s.simulator)  # raises ToolMissing early
+        if s.simulator == "verilator":
+            cache = ccache_dir(s.ccache_dir)
+            env = simulator.env(cache)
+            if cache is not None:
+                shared.append(cache)
+                flavour = "cocotb" if s.testbench == "cocotb" else "binary"
+                ensure_warm(sandbox, cache, env, flavour, require_verilator().version)
+        return Job(sandbox, self.workdir, subdir, env, shared)
+
+    def _build(self, job: Job, build: Build) -> RunResult:
+        s = self.settings
+        limits = Limits(wall_s=s.compile_timeout_s, cpu_s=math.ceil(s.compile_timeout_s), memory_mb=4096,
+                        processes=128)  # fmt: skip
+        if s.testbench == "cocotb":
+            return cocotb_bench.build(job, s.simulator, build.waves, limits)
+        return make_simulator(s.simulator).build(job, build, limits)
+
+    def _simulate(self, job: Job, build: Build, nonce: str) -> RunResult:
+        s = self.settings
+        limits = Limits(
+            wall_s=s.sim_timeout_s,
+            cpu_s=math.ceil(s.sim_timeout_s) + 1,
+            memory_mb=None if s.testbench == "cocotb" else 2048,  # an embedded Python maps a lot
+            file_mb=512 if s.bench.waves else 64,
+        )
+        if s.testbench == "cocotb":
+            return cocotb_bench.simulate(job, s.simulator, build.waves, nonce, limits)
+        return make_simulator(s.simulator).simulate(job, build, [f"+nonce={nonce}"], limits)
+
+    # -- verdicts --------------------------------------------------------------------------
+
+    def _build_failed(self, built: RunResult, info: dict[str, Any], retry: str) -> Verdict:
+        if built.killed == "timeout" or built.killed == "cpu-limit":
+            return _fail(f"Your design took longer than {self.settings.compile_timeout_s:g} s to compile; "
+                         f"make it smaller.{retry}", info)  # fmt: skip
+        log = built.output
+        if self.settings.simulator == "verilator" and "%Error" not in log:
+            # Verilator accepted the design but the C++ toolchain failed: not the model's doing.
+            return Verdict(0.0, Outcome.ERROR, "internal error: the Verilator C++ build failed",
+                           {**info, "error": _trim(log)})  # fmt: skip
+        return _fail("The simulator could not compile your design:\n" + _compile_errors(log) + retry, info)
+
+    def _no_verdict(self, ran: RunResult, info: dict[str, Any], retry: str) -> Verdict:
+        s = self.settings
+        if ran.killed in ("timeout", "cpu-limit"):
+            info["timed_out"] = True
+            return _fail(
+                f"The simulation did not finish within {s.sim_timeout_s:g} s. Look for a loop that never ends "
+                "(a while/for loop whose condition never changes) or a combinational loop (a signal that "
+                "depends on itself through always @* blocks or assigns)." + retry,
+                info,
+            )
+        if s.testbench == "cocotb" and (cocotb_bench.STARTED not in ran.stdout or "Traceback" in ran.stdout):
+            # The test module never ran, or raised: ours to fix, not the model's.
+            return Verdict(0.0, Outcome.ERROR, "internal error: the cocotb test did not run to its end",
+                           {**info, "error": _trim(ran.output)})  # fmt: skip
+        return _fail("The simulation ended before the testbench could report a result:\n" + _trim(ran.output)
+                     + retry, info)  # fmt: skip
+
+
+def _fail(feedback: str, info: dict[str, Any]) -> Verdict:
+    return Verdict(0.0, Outcome.FAIL, feedback, info)
+
+
+def _scored(score: Score, info: dict[str, Any], retry: str) -> Verdict:
+    if score.all_passed:
+        checks = "the check" if score.total == 1 else f"all {score.total} checks"
+        return Verdict(1.0, Outcome.PASS, f"Correct: {checks} passed.", info)
+    lines = [f"{score.passed} of {score.total} checks passed."]
+    if score.mismatches:
+        lines += ["First mismatches:", *score.mismatches]
+    return Verdict(score.reward, Outcome.FAIL, "\n".join(lines) + retry, info)
+
+
+def _log(job: Job, name: str, result: RunResult) -> Path:
+    path = job.path / name
+    path.write_text(result.output)
+    return path
+
+
+_NOISE = re.compile(
+    r"^(make(\[\d+\])?: |g\+\+ |ccache |- V e r i l a t|- Verilator:|\s*\.\.\. For warning description)"
+)
+
+
+def _compile_errors(log: str) -> str:
+    """The compiler's messages, errors before warnings, without build chatter (make, g++ lines)."""
+    blocks: list[list[str]] = []
+    for line in log.splitlines():
+        if not line.strip() or _NOISE.match(line):
+            continue
+        if line[0].isspace() and blocks:
+            blocks[-1].append(line)  # a message's source excerpt or continuation
+        else:
+            blocks.append([line])
+    blocks.sort(key=lambda block: "error" not in block[0].lower())  # stable: errors first
+    return _trim("\n".join(line for block in blocks for line in block))
+
+
+def _trim(text: str) -> str:
+    text = text.strip()
+    if len(text) <= FEEDBACK_CHARS:
+        return text
+    return text[:FEEDBACK_CHARS] + "\n[... output trimmed ...]"

@@ -1,0 +1,187 @@
+"""The Verilog gym: write a module to a spec; it is simulated against a self-checking testbench.
+
+Options (strings from the command line are accepted), all optional:
+  source           builtin (default), verilog-eval:/path/to/dataset or rtllm:/path/to/RTLLM
+  simulator        icarus (default) or verilator
+  testbench        sv (default) or cocotb (built-in tasks only)
+  vectors          vectors (clock cycles) per sequence; default: each task's own (64-600)
+  sequences        how many sequences, each starting with a reset (default 1)
+  seed             seed of the generated vectors (default 0)
+  tasks            comma-separated globs over task ids or names (e.g. fsm/*,adder8)
+  max_turns        turns per episode (default 3)
+  waves            true: also write a VCD waveform per turn (default false)
+  keep_artifacts   true: keep work directories after close() (default false)
+  compile_timeout_s, sim_timeout_s   per-step limits (defaults depend on the simulator)
+  ccache_dir       Verilator's compiler cache (default /var/tmp/heavygym-ccache; off to disable)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+from collections.abc import Sequence
+from functools import cached_property
+
+from gyms.base import Candidate, Gym, Task, ToolCheck
+from gyms.verilog.benches import BenchOptions
+from gyms.verilog.candidates import builtin_candidates, loader_candidates
+from gyms.verilog.episode import Settings, VerilogEpisode
+from gyms.verilog.loaders import load_source
+from gyms.verilog.simulators import SIMULATORS
+from gyms.verilog.spec import MODULE
+from gyms.verilog.tasks import builtin_tasks
+from gyms.verilog.toolchain import package_version, tool_checks
+
+SPLITS = ("train",)
+TESTBENCHES = ("sv", "cocotb")
+# Per-step allowances, measured on 2 cores (docs/gyms/verilog.md): generous, so that a correct
+# design never times out on a loaded machine, yet a hung simulation ends within seconds.
+COMPILE_TIMEOUT_S = {"icarus": 10.0, "verilator": 30.0}
+SIM_BASE_S = {"sv": 2.0, "cocotb": 5.0}  # cocotb: start-up of the embedded Python (~0.2 s idle)
+SIM_PER_VECTOR_S = {"sv": 0.0005, "cocotb": 0.001}  # measured ~4 us (sv) and ~40 us (cocotb) per vector
+EXTERNAL_SIM_TIMEOUT_S = 10.0
+STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
+
+
+class VerilogGym(Gym):
+    name = "verilog"
+    version = "0.1.0"
+
+    def __init__(
+        self,
+        source: str = "builtin",
+        simulator: str = "icarus",
+        testbench: str = "sv",
+        vectors: int | str | None = None,
+        sequences: int | str = 1,
+        seed: int | str = 0,
+        tasks: str = "*",
+        max_turns: int | str = 3,
+        waves: bool | str = False,
+        keep_artifacts: bool | str = False,
+        compile_timeout_s: float | str | None = None,
+        sim_timeout_s: float | str | None = None,
+        ccache_dir: str | None = None,
+    ) -> None:
+        self.source = str(source)
+        self.simulator = _choice("simulator", simulator, SIMULATORS)
+        self.testbench = _choice("testbench", testbench, TESTBENCHES)
+        if self.testbench == "cocotb" and self.source != "builtin":
+            raise ValueError("testbench=cocotb works with the built-in tasks only (source=builtin)")
+        self.vectors = None if vectors in (None, "") else _int("vectors", vectors, 1)
+        self.sequences = _int("sequences", sequences, 1)
+        self.seed = _int("seed", seed, 0)
+        self.patterns = [p.strip() for p in str(tasks).split(",") if p.strip()]
+        self.max_turns = _int("max_turns", max_turns, 1)
+        self.waves = _bool("waves", waves)
+        self.keep_artifacts = _bool("keep_artifacts", keep_artifacts)
+        self.ccache_dir = ccache_dir
+        self.compile_timeout_s = (
+            COMPILE_TIMEOUT_S[self.simulator] if compile_timeout_s in (None, "") else
+            _float("compile_timeout_s", compile_timeout_s)
+        )  # fmt: skip
+        self.sim_timeout_s = (
+            self._default_sim_timeout() if sim_timeout_s in (None, "") else _float("sim_timeout_s", sim_timeout_s)
+        )
+        self.step_timeout_s = self.compile_timeout_s + self.sim_timeout_s + STEP_SLACK_S
+        if not self.tasks():
+            raise ValueError(f"no task matches tasks={tasks!r}; `harness gyms list` shows the tasks")
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(
+            simulator=self.simulator,
+            testbench=self.testbench,
+            bench=BenchOptions(self.vectors, self.sequences, self.seed, self.waves),
+            compile_timeout_s=self.compile_timeout_s,
+            sim_timeout_s=self.sim_timeout_s,
+            keep_artifacts=self.keep_artifacts,
+            ccache_dir=self.ccache_dir,
+        )
+
+    def tasks(self, split: str = "train") -> list[Task]:
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; the verilog gym has the split 'train' (filter with tasks=...)")
+        return [t for t in self._all_tasks if self._selected(t)]
+
+    @cached_property
+    def _all_tasks(self) -> list[Task]:
+        if self.source == "builtin":
+            return [
+                Task(t.id, t.prompt(), reference=t.reference,
+                     metadata={"kind": "builtin", "category": t.category, "difficulty": t.difficulty,
+                               "module": MODULE})
+                for t in builtin_tasks().values()
+            ]  # fmt: skip
+        return load_source(self.source)
+
+    def _selected(self, task: Task) -> bool:
+        short = task.id.split("/", 1)[-1]
+        name = task.id.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(x, p) for p in self.patterns for x in (task.id, short, name))
+
+    def open(self, task: Task) -> VerilogEpisode:
+        if "kind" not in task.metadata:
+            raise ValueError(f"task {task.id!r} is not a Verilog gym task; make tasks with VerilogGym.tasks()")
+        return VerilogEpisode(task, self.max_turns, self.settings)
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        if task.metadata.get("kind") == "builtin":
+            return builtin_candidates(task, rng, self.settings)
+        return loader_candidates(task)
+
+    def tools(self) -> list[ToolCheck]:
+        return tool_checks(self.simulator, self.testbench)
+
+    def describe(self) -> dict[str, str]:
+        described = super().describe()
+        described.update(simulator=self.simulator, testbench=self.testbench, source=self.source)
+        if self.testbench == "cocotb":
+            described["cocotb"] = package_version("cocotb") or "missing"
+        return described
+
+    def _default_sim_timeout(self) -> float:
+        if self.source != "builtin":
+            return EXTERNAL_SIM_TIMEOUT_S
+        longest = max(
+            (self.vectors or t.vectors) * self.sequences for t in builtin_tasks().values()
+        )
+        return SIM_BASE_S[self.testbench] + longest * SIM_PER_VECTOR_S[self.testbench]
+
+
+def _choice(option: str, value: str, allowed: Sequence[str]) -> str:
+    value = str(value).strip().lower()
+    if value not in allowed:
+        raise ValueError(f"{option}={value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _int(option: str, value: int | str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{option}={value!r} is not an integer") from None
+    if number < minimum:
+        raise ValueError(f"{option} must be at least {minimum}, got {number}")
+    return number
+
+
+def _float(option: str, value: float | str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{option}={value!r} is not a number") from None
+    if number <= 0:
+        raise ValueError(f"{option} must be positive, got {number}")
+    return number
+
+
+def _bool(option: str, value: bool | str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{option}={value!r} is not true or false")

@@ -1,0 +1,29 @@
+"""Public benchmarks read from disk, as tasks of this gym: `source=verilog-eval:PATH`, `source=rtllm:PATH`.
+
+The data is not shipped (licences, size): point the gym at a local copy. Each loader turns a
+problem into a `Task` whose metadata names its files; the episode copies them into its own
+work directory and runs them with this gym's simulator backends.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gyms.base import Task
+from gyms.verilog.loaders.rtllm import rtllm_tasks
+from gyms.verilog.loaders.verilog_eval import verilog_eval_tasks
+
+LOADERS = {"verilog-eval": verilog_eval_tasks, "rtllm": rtllm_tasks}
+
+
+def load_source(source: str) -> list[Task]:
+    kind, sep, path = source.partition(":")
+    if not sep or kind not in LOADERS or not path:
+        raise ValueError(
+            f"source={source!r} is not understood; use builtin, verilog-eval:/path/to/dataset_spec-to-rtl "
+            "or rtllm:/path/to/RTLLM"
+        )
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise ValueError(f"source={source!r}: {root} is not a directory")
+    return LOADERS[kind](root.resolve())

@@ -1,0 +1,56 @@
+"""Fill the compiler cache once before the first Verilator build of a machine.
+
+A cold Verilator build compiles Verilator's runtime library too (~6-11 s on 2 cores); with a
+warm ccache only the design's own C++ is compiled (~1.5 s). Without this, the first episodes
+on a fresh machine would be charged for the runtime library, and two workers would compile
+it at once. One worker builds a trivial design under a file lock; the others wait for it,
+and a marker file makes every later call free.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+from gyms.sandbox import Limits, Sandbox
+from gyms.verilog import cocotb_bench
+from gyms.verilog.simulators import Build, Job, VerilatorSim
+
+WARM_TIMEOUT_S = 180.0
+_DESIGN = "module TopModule (input clk, input [3:0] a, output reg [3:0] q);\n" \
+          "  always @(posedge clk) q <= a;\nendmodule\n"  # fmt: skip
+_TB = """`timescale 1ns/1ps
+module warm_tb;
+  reg clk = 1'b0;
+  reg [3:0] a = 4'd5;
+  wire [3:0] q;
+  TopModule dut (.clk(clk), .a(a), .q(q));
+  initial begin
+    #5 clk = 1'b1;
+    #5 $display("warm %0d", q);
+    $finish;
+  end
+endmodule
+"""
+
+
+def ensure_warm(sandbox: Sandbox, cache: Path, env: dict[str, str], flavour: str, version: str) -> None:
+    """Build once per (flavour, Verilator version) into `cache`; `flavour` is "binary" or "cocotb"."""
+    marker = cache / f".heavygym-warm-{flavour}-{version}"
+    if marker.exists():
+        return
+    with open(cache / ".heavygym-warm.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if marker.exists():
+            return
+        limits = Limits(wall_s=WARM_TIMEOUT_S, cpu_s=int(WARM_TIMEOUT_S), memory_mb=4096, processes=128)
+        with sandbox.workdir(prefix="heavygym-verilog-warm-") as workdir:
+            (workdir.path / "design.sv").write_text(_DESIGN)
+            job = Job(sandbox, workdir, ".", env, [cache])
+            if flavour == "cocotb":
+                result = cocotb_bench.build(job, "verilator", False, limits)
+            else:
+                (workdir.path / "tb.sv").write_text(_TB)
+                result = VerilatorSim().build(job, Build(["design.sv", "tb.sv"], "warm_tb"), limits)
+        if result.ok:  # a failed warm-up is retried next time; the real build reports the problem
+            marker.touch()

@@ -1,0 +1,111 @@
+"""The two simulator backends: Icarus Verilog and Verilator, each a build and a run in the sandbox.
+
+Both run a plain SystemVerilog testbench (ours or a benchmark's) and return the sandbox's
+`RunResult`s; reading the verdict from the output is the bench's job. The cocotb form has its
+own commands (see `cocotb_bench.py`) but the same `Job`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gyms.sandbox import Limits, RunResult, Sandbox, Workdir
+from gyms.verilog.toolchain import Verilator, build_env, require_iverilog, require_verilator
+
+SIMULATORS = ("icarus", "verilator")
+TIMESCALE = "1ns/1ps"
+
+
+@dataclass
+class Job:
+    """Commands of one turn: run in `workdir/subdir`, with the build environment and shared dirs."""
+
+    sandbox: Sandbox
+    workdir: Workdir
+    subdir: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    shared: Sequence[Path] = ()
+
+    @property
+    def path(self) -> Path:
+        return self.workdir.path / self.subdir
+
+    def run(self, argv: Sequence[str], limits: Limits, env: Mapping[str, str] | None = None) -> RunResult:
+        # The sandbox starts in the work directory; each turn works in a subdirectory of its own.
+        wrapped = ["sh", "-c", 'cd "$0" && exec "$@"', self.subdir, *argv]
+        return self.sandbox.run(wrapped, self.workdir, limits=limits, env={**self.env, **(env or {})},
+                                shared=self.shared)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Build:
+    sources: Sequence[str]  # relative to the turn directory
+    top: str | None  # the simulation's top module; None lets the simulator pick the root(s)
+    waves: bool = False
+    strict_x: bool = False  # Verilator: randomise uninitialised state, as X would be on Icarus
+
+
+class Icarus:
+    name = "icarus"
+
+    def __init__(self) -> None:
+        require_iverilog()
+
+    def env(self, ccache: Path | None) -> dict[str, str]:
+        return {}
+
+    def build(self, job: Job, build: Build, limits: Limits) -> RunResult:
+        top = ["-s", build.top] if build.top else []
+        return job.run(["iverilog", "-g2012", *top, "-o", "sim.vvp", *build.sources], limits)
+
+    def simulate(self, job: Job, build: Build, plusargs: Sequence[str], limits: Limits) -> RunResult:
+        # -n: a $stop ends the run instead of waiting for interactive input.
+        return job.run(["vvp", "-n", "sim.vvp", *plusargs], limits)
+
+
+class VerilatorSim:
+    name = "verilator"
+
+    def __init__(self) -> None:
+        self.verilator: Verilator = require_verilator()
+
+    def env(self, ccache: Path | None) -> dict[str, str]:
+        return build_env(self.verilator, ccache)
+
+    def build(self, job: Job, build: Build, limits: Limits) -> RunResult:
+        argv = [
+            # Warnings are not fatal (designs from models are lint-dirty), but a duplicate module is:
+            # Verilator would otherwise keep the first declaration and drop the testbench's.
+            "verilator", "--binary", "-Wno-fatal", "-Werror-MODDUP", "--timescale", TIMESCALE, "-Mdir", "obj",
+            "-o", "sim", "--build-jobs", str(build_jobs()),
+        ]  # fmt: skip
+        if build.top:
+            argv += ["--top-module", build.top]
+        if build.waves:
+            argv.append("--trace")
+        if build.strict_x:
+            argv += ["--x-assign", "unique", "--x-initial", "unique"]
+        return job.run([*argv, *build.sources], limits)
+
+    def simulate(self, job: Job, build: Build, plusargs: Sequence[str], limits: Limits) -> RunResult:
+        extra = ["+verilator+rand+reset+2", "+verilator+seed+1"] if build.strict_x else []
+        return job.run(["obj/sim", *plusargs, *extra], limits)
+
+
+Simulator = Icarus | VerilatorSim
+
+
+def make_simulator(name: str) -> Simulator:
+    if name == "icarus":
+        return Icarus()
+    if name == "verilator":
+        return VerilatorSim()
+    raise ValueError(f"unknown simulator {name!r}; choose one of {', '.join(SIMULATORS)}")
+
+
+def build_jobs() -> int:
+    """Parallel C++ compiles per Verilator build: a new design compiles one file, so two is plenty."""
+    return max(1, min(2, len(os.sched_getaffinity(0))))

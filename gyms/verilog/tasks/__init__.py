@@ -1,0 +1,26 @@
+"""The built-in tasks, one module per category; each module lists its tasks in `TASKS`.
+
+To add a task, append a `DesignTask` to the `TASKS` list of its category module (see
+docs/gyms/verilog.md), then run `python -m gyms.verilog.vet --write` to choose its mutants.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from gyms.verilog.spec import DesignTask
+from gyms.verilog.tasks import arithmetic, bus, combinational, fsm, memory, sequential
+
+_MODULES = (combinational, arithmetic, sequential, fsm, memory, bus)
+
+
+@cache
+def builtin_tasks() -> dict[str, DesignTask]:
+    """Every built-in task by id, in a stable order (category by category)."""
+    tasks: dict[str, DesignTask] = {}
+    for module in _MODULES:
+        for task in module.TASKS:
+            if task.id in tasks:
+                raise ValueError(f"two built-in tasks share the id {task.id}")
+            tasks[task.id] = task
+    return tasks

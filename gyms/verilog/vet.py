@@ -1,0 +1,90 @@
+"""Choose the mutants that the gym offers as known-bad answers: `python -m gyms.verilog.vet --write`.
+
+Every mutant of every built-in task is simulated (Icarus, SystemVerilog testbench, each task's
+default vector count) under each vetted seed. A mutant is kept when it compiles, finishes,
+and scores at most `MAX_REWARD` under every seed: a clear behavioural failure, not one that
+hinges on a rare vector. Up to `KEEP` per task are kept, spread over the mutation operators.
+Run it after adding a task or changing a reference; tests/test_verilog_mutants.py checks that
+the file matches the references.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+
+from gyms.base import Task
+from gyms.verilog.benches import BenchOptions
+from gyms.verilog.candidates import VETTED, answer, task_mutants
+from gyms.verilog.episode import VerilogEpisode
+from gyms.verilog.gym import VerilogGym
+from gyms.verilog.mutate import OPERATORS, Mutant
+from gyms.verilog.tasks import builtin_tasks
+
+SEEDS = (0, 1, 2)
+MAX_REWARD = 0.9
+KEEP = 6
+
+
+@dataclass(frozen=True)
+class Trial:
+    reward: float
+    behavioural: bool  # compiled and ran to a verdict (not a pre-check, compile or timeout failure)
+
+
+def _trial(task: Task, mutant: Mutant, seed: int, gym: VerilogGym) -> Trial:
+    settings = replace(gym.settings, bench=BenchOptions(None, 1, seed, False))
+    episode = VerilogEpisode(task, 1, settings)
+    try:
+        result = episode.step(answer(mutant.text))
+    finally:
+        episode.close()
+    return Trial(result.reward, "checks_total" in result.info)
+
+
+def vet_task(task_id: str) -> list[dict[str, object]]:
+    """The kept mutants of one task, in the order the gym offers them from."""
+    gym = VerilogGym(tasks=task_id)
+    task = gym.tasks()[0]
+    design = builtin_tasks()[task_id]
+    kept: dict[str, list[dict[str, object]]] = {op: [] for op in OPERATORS}
+    for mutant in task_mutants(design):
+        rewards = []
+        for seed in SEEDS:
+            trial = _trial(task, mutant, seed, gym)
+            if not trial.behavioural or trial.reward > MAX_REWARD:
+                break
+            rewards.append(round(trial.reward, 4))
+        else:
+            kept[mutant.op].append({"label": mutant.label, "digest": mutant.digest, "rewards": rewards})
+    chosen: list[dict[str, object]] = []
+    while len(chosen) < KEEP and any(kept.values()):
+        for op in OPERATORS:  # one of each operator in turn, so the kinds of mistakes vary
+            if kept[op] and len(chosen) < KEEP:
+                chosen.append(kept[op].pop(0))
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {VETTED.name} (default: print a summary)")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    ids = list(builtin_tasks())
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = dict(zip(ids, pool.map(vet_task, ids)))
+    for task_id, chosen in results.items():
+        print(f"{task_id}: {len(chosen)} mutants kept", file=sys.stderr)
+    document = {"seeds": list(SEEDS), "simulator": "icarus", "testbench": "sv", "max_reward": MAX_REWARD,
+                "tasks": results}  # fmt: skip
+    if args.write:
+        VETTED.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {VETTED}", file=sys.stderr)
+    return 0 if all(results.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

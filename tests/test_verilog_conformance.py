@@ -1,0 +1,81 @@
+"""The conformance check of the Verilog gym, through a real gym pool: every built-in task on
+Icarus; a subset on Verilator (each design is a C++ build there) and under cocotb.
+
+Simulation timeouts are shortened here so that the never-finishing candidates (one per task)
+do not dominate the run; the defaults are in gyms/verilog/gym.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import harness
+
+from gyms.conformance import GARBAGE_ACTIONS, check_gym
+from gyms.sandbox import Sandbox
+from gyms.verilog import VerilogGym
+from gyms.verilog.tasks import builtin_tasks
+from gyms.verilog.toolchain import find_verilator, iverilog_version, package_version
+
+needs_icarus = pytest.mark.skipif(iverilog_version() is None, reason="iverilog is not installed")
+needs_verilator = pytest.mark.skipif(find_verilator() is None, reason="no Verilator >= 5.036")
+# One task per kind of design: combinational, async reset, FSM with a long frame, a memory.
+VERILATOR_SUBSET = "mux4,updown_counter8,uart_tx,sync_fifo8"
+
+
+def _sandbox_loads_libpython() -> bool:
+    """cocotb embeds this interpreter's libpython in the simulator: the sandbox uid must reach it."""
+    import find_libpython
+
+    library = find_libpython.find_libpython()
+    sandbox = Sandbox()
+    with sandbox.workdir() as workdir:
+        probe = f"import ctypes; ctypes.CDLL({library!r})"
+        return library is not None and sandbox.run([sys.executable, "-c", probe], workdir).ok
+
+
+needs_cocotb = pytest.mark.skipif(
+    package_version("cocotb") is None or not _sandbox_loads_libpython(),
+    reason="cocotb is missing, or the sandbox uid cannot read this interpreter's libpython",
+)
+
+
+def assert_conforms(gym: VerilogGym, tasks: int) -> None:
+    report = check_gym(gym, workers=2)
+    assert report.ok, [(v.task_id, v.label, v.problem, v.observation) for v in report.violations]
+    assert report.tasks == tasks
+    labels = {c.label for c in report.checks}
+    assert {"reference", "syntax-error", "never-finishes", *GARBAGE_ACTIONS} <= labels
+    assert any(label.startswith("mutant:") for label in labels)
+    assert not report.notes
+
+
+@needs_icarus
+def test_every_builtin_task_conforms_on_icarus() -> None:
+    assert_conforms(VerilogGym(sim_timeout_s=1.5), len(builtin_tasks()))
+
+
+@needs_verilator
+def test_a_subset_conforms_on_verilator() -> None:
+    assert_conforms(VerilogGym(simulator="verilator", tasks=VERILATOR_SUBSET, sim_timeout_s=1.5), 4)
+
+
+@needs_icarus
+@needs_cocotb
+def test_a_subset_conforms_under_cocotb_on_icarus() -> None:
+    assert_conforms(VerilogGym(testbench="cocotb", tasks="alu8,stack4", sim_timeout_s=4), 2)
+
+
+@needs_verilator
+@needs_cocotb
+def test_one_task_conforms_under_cocotb_on_verilator() -> None:
+    assert_conforms(VerilogGym(simulator="verilator", testbench="cocotb", tasks="pipeline_stage", sim_timeout_s=4), 1)
+
+
+@needs_icarus
+def test_the_cli_check_passes() -> None:
+    # As a user would run it (with the entry point registered: `harness gyms check verilog`).
+    result = harness("gyms", "check", "gyms.verilog:VerilogGym", "-o", "tasks=adder8", "-o", "sim_timeout_s=1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS gym verilog" in result.stdout
