@@ -77,6 +77,9 @@ class RunResult:
     stderr: str
     wall_s: float
     cpu_s: float
+    # Kernel high-water mark of the process tree. Linux carries the launching process's
+    # resident size at fork across exec, so this is an upper bound: launch from small
+    # processes (gym pool workers are) for a tight figure.
     peak_rss_mb: float
     killed: str | None  # "timeout", "cpu-limit", "file-size-limit" or None
     truncated: bool  # output exceeded Limits.output_bytes

@@ -118,7 +118,6 @@ def test_memory_hog_is_stopped(sandbox, workdir):
     assert result.returncode != 0
     assert "allocated" not in result.stdout
     assert "MemoryError" in result.stderr
-    assert result.peak_rss_mb < 512
 
 
 def test_output_flood_is_capped(sandbox, workdir):
