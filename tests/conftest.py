@@ -11,6 +11,23 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 
 
+def requires(available: bool, reason: str) -> pytest.MarkDecorator:
+    """Skip where a tool is missing, except under CI: the set-up installs every tool there,
+    so a missing one is a failure, never a silent skip."""
+    return pytest.mark.skipif(not available and not os.environ.get("CI"), reason=reason)
+
+
+def _verilog_tools() -> tuple[bool, bool]:
+    from gyms.verilog.toolchain import find_verilator, iverilog_version
+
+    return iverilog_version() is not None, find_verilator() is not None
+
+
+_HAS_ICARUS, _HAS_VERILATOR = _verilog_tools()
+needs_icarus = requires(_HAS_ICARUS, "iverilog is not installed")
+needs_verilator = requires(_HAS_VERILATOR, "no Verilator >= 5.036")
+
+
 def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run the installed `harness` command as a user would."""
     exe = Path(sys.executable).parent / "harness"

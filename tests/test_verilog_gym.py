@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import needs_icarus, needs_verilator
 
 from gyms.base import Outcome
 from gyms.verilog import VerilogGym
@@ -17,11 +18,7 @@ from gyms.verilog.extract import extract_verilog
 from gyms.verilog.precheck import PortSpec, precheck
 from gyms.verilog.spec import MODULE
 from gyms.verilog.tasks import builtin_tasks
-from gyms.verilog.toolchain import find_verilator, iverilog_version
 from gyms.verilog.vectors import make_vectors
-
-needs_icarus = pytest.mark.skipif(iverilog_version() is None, reason="iverilog is not installed")
-needs_verilator = pytest.mark.skipif(find_verilator() is None, reason="no Verilator >= 5.036")
 
 ADDER = builtin_tasks()["verilog/arithmetic/adder8"]
 COUNTER = builtin_tasks()["verilog/sequential/counter_mod10"]

@@ -6,19 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import needs_icarus, needs_verilator
 
 from gyms.base import Outcome
 from gyms.conformance import check_gym
 from gyms.verilog import VerilogGym
 from gyms.verilog.candidates import answer
-from gyms.verilog.toolchain import find_verilator, iverilog_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
 VERILOG_EVAL = f"verilog-eval:{FIXTURES / 'verilog_eval'}"
 RTLLM = f"rtllm:{FIXTURES / 'rtllm'}"
 
-needs_icarus = pytest.mark.skipif(iverilog_version() is None, reason="iverilog is not installed")
-needs_verilator = pytest.mark.skipif(find_verilator() is None, reason="no Verilator >= 5.036")
 
 
 def test_verilog_eval_problems_become_tasks() -> None:
