@@ -134,9 +134,12 @@ class Workdir:
 class Sandbox:
     """Runs commands confined to a `Workdir`; see the module docstring for what that means."""
 
-    def __init__(self, backend: str = "auto", limits: Limits | None = None) -> None:
+    def __init__(self, backend: str = "auto", limits: Limits | None = None, expose: Sequence[str] = ()) -> None:
+        """`expose`: extra host paths the sandboxed programs must read (a user's libraries),
+        made reachable even below a private directory."""
         self.limits = limits or Limits()
         self.backend = self._choose_backend(backend)
+        self.expose = tuple(str(Path(p).resolve()) for p in expose)
 
     @staticmethod
     def _choose_backend(backend: str) -> str:
@@ -198,7 +201,7 @@ class Sandbox:
         prefix = ["prlimit", *rlimits, "--"]
         if self.backend == "process":
             return [*prefix, *argv]
-        return [*prefix, *_bwrap_args(workdir, lim, shared), *argv]
+        return [*prefix, *_bwrap_args(workdir, lim, shared, self.expose), *argv]
 
     def popen(
         self,
@@ -361,14 +364,16 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _bwrap_args(workdir: Workdir, lim: Limits, shared: Sequence[Path] = ()) -> list[str]:
+def _bwrap_args(
+    workdir: Workdir, lim: Limits, shared: Sequence[Path] = (), expose: Sequence[str] = ()
+) -> list[str]:
     wd = str(workdir.path)
     common = [
         "--die-with-parent",
         "--as-pid-1",  # no reaper in between: the command's rusage reaches us (CPU seconds)
         "--new-session",
         "--ro-bind", "/", "/",
-        *(_reachable(_python_paths()) if workdir.uid is not None else []),
+        *(_reachable(sorted({*_python_paths(), *expose})) if workdir.uid is not None else []),
         "--dev", "/dev",
         "--proc", "/proc",
         "--size", str(lim.file_mb * 2**20), "--tmpfs", "/dev/shm",
@@ -404,8 +409,11 @@ def _reachable(paths: Sequence[str]) -> list[str]:
     """
     masks: list[str] = []
     binds: list[str] = []
+    bound: list[Path] = []
     for path in paths:
         p = Path(path)
+        if any(b == p or b in p.parents for b in bound):
+            continue  # already visible through an enclosing bind
         blocked = next((a for a in [*reversed(p.parents), p] if not os.stat(a).st_mode & 0o001), None)
         if blocked is None:
             continue
@@ -416,6 +424,7 @@ def _reachable(paths: Sequence[str]) -> list[str]:
         between = [d for d in reversed(p.parents) if d != blocked and blocked in d.parents]
         binds += [arg for d in between for arg in ("--perms", "0755", "--dir", str(d))]
         binds += ["--ro-bind", path, path]
+        bound.append(p)
     return [*(arg for m in masks for arg in ("--perms", "0755", "--tmpfs", m)), *binds]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import shutil
 from pathlib import Path
 
 import pytest
@@ -183,13 +184,21 @@ def test_a_library_root_adds_user_libraries():
     assert "UserLib" not in ModelicaGym().describe()["library_roots"]
 
 
-def test_library_roots_must_be_directories_the_sandbox_can_read(tmp_path):
+def test_library_roots_must_be_library_directories(tmp_path):
     with pytest.raises(ValueError, match="is not a directory"):
         ModelicaGym(library_root=str(tmp_path / "missing"))
-    with pytest.raises(ValueError, match="not readable by the sandbox's unprivileged user"):
-        ModelicaGym(library_root=str(tmp_path))  # pytest's tmp_path lies under a private directory
     with pytest.raises(ValueError, match="holds no Modelica library"):
         ModelicaGym(library_root=str(USERLIB.parent))  # a directory above the library root
+
+
+def test_a_library_below_a_private_directory_reaches_the_sandbox(tmp_path):
+    # pytest's tmp_path lies under a directory of mode 700: the sandbox exposes the root anyway
+    private = tmp_path / "userlib"
+    shutil.copytree(USERLIB, private)
+    setup = Setup(model="Store", stop_time=2.0, intervals=20, variables=("leak.x",))
+    reference = "model Store\n  UserLib.Leak leak(k = 0.5);\nend Store;"
+    task = Task("user/leak", "", reference=reference, metadata=setup.to_metadata())
+    assert step(ModelicaGym(library_root=str(private)), task, reference).outcome is Outcome.PASS
 
 
 def test_options_from_the_command_line_and_their_errors():

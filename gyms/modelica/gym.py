@@ -23,8 +23,8 @@ class ModelicaGym(Gym):
 
     - `backend`: "rumoca" (default; compiler and solver in the pip wheel) or "openmodelica"
       (needs `omc` on PATH or OPENMODELICAHOME).
-    - `library_root`: extra library directories (os.pathsep-separated), e.g. the MSL's; they
-      must be readable by the sandbox's unprivileged user.
+    - `library_root`: extra library directories (os.pathsep-separated), e.g. the MSL's; the
+      sandbox binds them read-only, wherever they live.
     - `max_turns` (default 3), `sim_timeout_s` (the simulation's own budget, default 3),
       `warm` (rumoca: one long-lived runner per worker, default true).
     """
@@ -81,26 +81,12 @@ def _library_roots(option: str | None) -> list[str]:
         path = Path(root)
         if not path.is_dir():
             raise ValueError(f"library_root {root!r} is not a directory")
-        blocked = _hidden_from_others(path.resolve())
-        if blocked is not None:
-            raise ValueError(
-                f"library_root {root!r} is not readable by the sandbox's unprivileged user: {blocked} lacks "
-                "read and search permission for others (chmod o+rx, or move the library elsewhere)"
-            )
         if not library_names([root]):
             raise ValueError(
                 f"library_root {root!r} holds no Modelica library: give the directory that contains "
                 "NAME/package.mo (or NAME.mo), not the library's own directory"
             )
     return [str(Path(r).resolve()) for r in roots]
-
-
-def _hidden_from_others(path: Path) -> Path | None:
-    """The first directory on the way to `path` that other users cannot pass (or, for `path`, list)."""
-    for ancestor in reversed(path.parents):
-        if not os.stat(ancestor).st_mode & 0o001:
-            return ancestor
-    return None if os.stat(path).st_mode & 0o005 == 0o005 else path
 
 
 def _number(name: str, value: object, kind: type[int] | type[float], minimum: float) -> int | float:

@@ -129,7 +129,7 @@ class OpenModelicaBackend:
             raise BackendFault(f"OpenModelica's omc was not found: {INSTALL_HINT}")
         self.omc = omc
         self.config = config
-        self._sandbox = Sandbox()
+        self._sandbox = Sandbox(expose=self.config.roots)  # users' libraries, wherever they live
 
     def simulate(self, request: SimRequest, workdir: Workdir | None) -> Simulation:
         if workdir is None:

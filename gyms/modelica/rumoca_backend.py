@@ -43,7 +43,7 @@ class RumocaBackend:
             raise BackendFault(f"rumoca is not installed in {sys.prefix}; {INSTALL_HINT}")
         self.config = config
         self.needs_workdir = not config.warm
-        self._sandbox = Sandbox()
+        self._sandbox = Sandbox(expose=self.config.roots)  # users' libraries, wherever they live
         self._argv = [sys.executable, "-I", str(RUNNER)]
         self._warm: WarmProcess | None = None
         if config.warm:
