@@ -16,6 +16,9 @@ from gyms.conformance import CheckResult, check_gym
 from gyms.pool import GymPoolBroken
 from gyms.registry import GymLoadError, UnknownGymError, make, registered
 from harness.benchmark import BenchmarkSpec, run_benchmark
+from harness.leaderboard import publish
+from harness.report import write_report
+from harness.rundir import find_run
 from trainer.buffer import PipelineFailure
 from trainer.pipeline import StepRecord
 
@@ -166,6 +169,7 @@ def benchmark(
     if not as_json:
         console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps")
     summary, run_dir = run_benchmark(spec, results, on_step=progress)
+    write_report(run_dir)  # report.html and figures/ beside the run record
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
@@ -189,6 +193,26 @@ def benchmark(
         console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
                       f"{summary['profile']['name']}: {summary['profile']['description']}")  # fmt: skip
     console.print(f"written: {run_dir}")
+
+
+@app.command()
+def report(
+    run: Annotated[str, typer.Argument(help="A run id under RESULTS/runs/, or a run directory.")],
+    results: Annotated[Path, typer.Option(help="The results root that holds runs/.")] = Path("results"),
+) -> None:
+    """Write a run's report.html and PNG figures (timeline, step time, waits, buffer, staleness, reward, gym)."""
+    console.print(f"written: {write_report(find_run(run, results))}")
+
+
+@app.command()
+def leaderboard(
+    results: Annotated[Path, typer.Option(help="The results root that holds runs/.")] = Path("results"),
+) -> None:
+    """Collect every run under RESULTS/runs/ into leaderboard.md, leaderboard.csv and index.html."""
+    published = publish(results)
+    for warning in published.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+    console.print(f"{len(published.rows)} rows; written: {', '.join(map(str, published.paths))}")
 
 
 @app.command()

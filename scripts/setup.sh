@@ -20,12 +20,14 @@ need iverilog "command -v iverilog && command -v vvp"   # verilog gym: default s
 need ccache "command -v ccache"                         # verilog gym: Verilator's compile cache
 need g++ "command -v g++"                               # Verilator builds C++...
 need make "command -v make"                             # ...with make
+need chromium "command -v chromium"                     # the browser test of the report pages
+need fonts-dejavu-core "test -d /usr/share/fonts/truetype/dejavu"  # readable text in screenshots
 
 if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         say "installing system packages: ${missing[*]}"
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     else
         say "missing system packages: ${missing[*]}"
         say "install them as root (Debian/Ubuntu: apt-get install ${missing[*]}) and run this again."

@@ -1,0 +1,277 @@
+"""The figures of a run report, drawn with matplotlib's object API on the Agg canvas.
+
+No pyplot, so no GUI backend and no figure manager to leak figures into. Every figure is drawn
+under matplotlib's default style (plus STYLE) whatever the user's matplotlibrc says, and saved
+without Software/date metadata, so the same run gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from harness.rundir import Run, service_stats, service_times
+from trainer.timeline import Span
+
+MODE_COLOURS = {"sync": "#d62728", "async": "#1f77b4"}
+KIND_COLOURS = {
+    "generate": "#2ca02c",
+    "gym_step": "#ff7f0e",
+    "actor_train": "#9467bd",
+    "update_weights": "#e377c2",
+}
+EMULATED_KINDS = ("generate", "actor_train", "update_weights")  # what the replay policy only waits for
+DPI = 110
+STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
+         "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "legend.frameon": False}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str  # file stem: figures/<name>.png
+    title: str
+    caption: str
+    draw: Callable[[Run], Figure]
+
+
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes, without metadata that would change from one render to the next."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+@contextmanager
+def style() -> Iterator[None]:
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()  # ignore the user's matplotlibrc: same run, same picture
+        matplotlib.rcParams.update(STYLE)
+        yield
+
+
+def _mode_title(run: Run, mode: str) -> str:
+    figures = run.summary["modes"][mode]
+    staleness = figures["config"].get("max_staleness", 0) if mode != "sync" else 0
+    return (
+        f"{mode} (max_staleness {staleness}): step time {figures['step_time_mean']:.2f} s, "
+        f"trainer idle {figures['trainer_idle_ratio']:.0%}"
+    )
+
+
+def render(spec: FigureSpec, run: Run) -> bytes:
+    """One figure of `run` as PNG; every figure of an emulated run says so in its top line."""
+    with style():
+        fig = spec.draw(run)
+        if run.emulated_label:
+            fig.suptitle(f"generation, training and weight sync: {run.emulated_label}", x=0.99, ha="right",
+                         fontsize=8, color="#555555")  # fmt: skip
+        return png(fig)
+
+
+def _resources(spans: list[Span]) -> list[str]:
+    """trainer, rollout, then gym workers in numeric order (gym-10 after gym-9)."""
+    names = {s.resource for s in spans}
+    fixed = [r for r in ("trainer", "rollout") if r in names]
+
+    def natural(name: str) -> tuple:
+        return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+    return fixed + sorted(names - set(fixed), key=natural)
+
+
+def timeline(run: Run) -> Figure:
+    modes = run.modes
+    resources = _resources([s for m in modes for s in run.spans[m]])
+    horizon = max(s.end for m in modes for s in run.spans[m])
+    height = min(2.0 + 0.32 * len(resources), 9.0)
+    fig = Figure(figsize=(11, 0.4 + height * len(modes)), layout="constrained")
+    axes = fig.subplots(len(modes), 1, sharex=True, squeeze=False)[:, 0]
+    label_every = max(1, len(resources) // 24)  # keep labels legible on a large gym pool
+    for ax, mode in zip(axes, modes):
+        _timeline_panel(ax, run, mode, resources, label_every)
+        ax.set_xlim(0, horizon * 1.01)
+    axes[-1].set_xlabel("wall time since the mode started (s)")
+    handles = [Patch(facecolor="white", edgecolor="#999999", hatch="////", label="train_wait (trainer idle)")]
+    for kind, colour in KIND_COLOURS.items():
+        label = f"{kind} (emulated)" if run.emulated_label and kind in EMULATED_KINDS else kind
+        handles.append(Patch(facecolor=colour, label=label))
+    handles.append(Patch(facecolor="#eeeeee", label="warm-up step (not measured)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=3)
+    return fig
+
+
+def _timeline_panel(ax: Axes, run: Run, mode: str, resources: list[str], label_every: int) -> None:
+    spans = run.spans[mode]
+    row = {r: i for i, r in enumerate(resources)}
+    steps = run.steps[mode]
+    if len(steps) > 1:
+        ax.axvspan(0, steps[0].end, color="#eeeeee", zorder=0)
+    for s in steps:  # optimizer steps: in sync everything lines up behind them
+        ax.axvline(s.end, color="#444444", lw=0.6, ls=":", zorder=1)
+    bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for s in spans:
+        bars.setdefault((s.resource, s.kind), []).append((s.start, s.duration))
+    for (resource, kind), xs in sorted(bars.items(), key=lambda item: (row[item[0][0]], item[0][1])):
+        y = (row[resource] - 0.35, 0.7)
+        if kind == "train_wait":  # idle, but attributed: a hatched outline, still reads as a gap
+            ax.broken_barh(xs, y, facecolor="white", edgecolor="#999999", hatch="////", lw=0.4, zorder=2)
+        else:
+            colour = KIND_COLOURS.get(kind, "#7f7f7f")  # a kind added later still shows, in grey
+            ax.broken_barh(xs, y, facecolor=colour, edgecolor=colour, lw=0.3, zorder=3)
+    ax.set_yticks(range(0, len(resources), label_every), resources[::label_every])
+    ax.set_ylim(len(resources) - 0.5, -0.5)
+    ax.grid(axis="y", visible=False)
+    ax.set_title(_mode_title(run, mode), loc="left")
+
+
+def step_time(run: Run) -> Figure:
+    fig, ax = _single()
+    for mode in run.modes:
+        rows = run.steps[mode]
+        ax.plot([r.step for r in rows], [r.step_time for r in rows], marker="o", color=MODE_COLOURS.get(mode),
+                label=f"{mode}: mean {run.summary['modes'][mode]['step_time_mean']:.2f} s")  # fmt: skip
+    if "async" in run.summary["modes"]:
+        ideal = run.summary["modes"]["async"]["ideal_step_time"]
+        ax.axhline(ideal, color=MODE_COLOURS["async"], ls="--", lw=1, label=f"async ideal {ideal:.2f} s")
+    _warmup_band(ax)
+    ax.set(xlabel="optimizer step (0 = warm-up, not in the means)", ylabel="step time (s)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    return fig
+
+
+def train_wait(run: Run) -> Figure:
+    fig, ax = _single()
+    modes = run.modes
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        rows = run.steps[mode]
+        offset = (i - (len(modes) - 1) / 2) * width
+        ax.bar([r.step + offset for r in rows], [r.train_wait for r in rows], width, color=MODE_COLOURS.get(mode),
+               label=f"{mode}: idle ratio {run.summary['modes'][mode]['trainer_idle_ratio']:.0%}")  # fmt: skip
+    _warmup_band(ax)
+    ax.set(xlabel="optimizer step (0 = warm-up, not in the means)", ylabel="trainer wait for a batch (s)")
+    ax.legend()
+    return fig
+
+
+def buffer_depth(run: Run) -> Figure:
+    fig, ax = _single()
+    for mode in run.modes:
+        series = run.depth.get(mode, [])
+        if series:
+            ax.step([t for t, _ in series], [d for _, d in series], where="post", color=MODE_COLOURS.get(mode),
+                    label=mode)  # fmt: skip
+    ax.set(xlabel="wall time since the mode started (s)", ylabel="ready groups in the buffer")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.legend()
+    return fig
+
+
+def staleness(run: Run) -> Figure:
+    fig, ax = _single()
+    modes = run.modes
+    versions = sorted({int(k) for m in modes for k in run.summary["modes"][m]["staleness_histogram"]} or {0})
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        figures = run.summary["modes"][mode]
+        counts = [figures["staleness_histogram"].get(str(v), 0) for v in versions]
+        dropped = figures["accounting"].get("dropped_stale", 0)
+        offset = (i - (len(modes) - 1) / 2) * width
+        ax.bar([v + offset for v in versions], counts, width, color=MODE_COLOURS.get(mode),
+               label=f"{mode}: mean {figures['staleness_mean']:.2f}, dropped stale {dropped}")  # fmt: skip
+    ax.set_xticks(versions)
+    ax.set(xlabel="staleness (trainer version - sample's policy version)", ylabel="trained trajectories")
+    ax.legend()
+    return fig
+
+
+def reward(run: Run) -> Figure:
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    by_step, by_time = fig.subplots(1, 2, sharey=True)
+    for mode in run.modes:
+        rows = run.steps[mode]
+        colour = MODE_COLOURS.get(mode)
+        by_step.plot([r.step for r in rows], [r.reward_mean for r in rows], marker="o", color=colour, label=mode)
+        by_time.plot([r.end for r in rows], [r.reward_mean for r in rows], marker="o", color=colour, label=mode)
+    by_step.set(xlabel="optimizer step", ylabel="mean reward of the step's batch", title="per step")
+    by_time.set(xlabel="wall time at the step's end (s)", title="per wall second")
+    by_step.set_ylim(-0.05, 1.05)
+    by_time.legend()
+    return fig
+
+
+def gym_service(run: Run) -> Figure:
+    fig, ax = _single()
+    for mode in run.modes:
+        times = service_times(run.spans[mode])
+        stats = service_stats(times)
+        if stats is None:
+            continue
+        floor = 1e-4  # log axis: a call faster than 0.1 ms is drawn at 0.1 ms
+        xs = [max(t, floor) for t in times]
+        ys = [(i + 1) / len(xs) for i in range(len(xs))]
+        colour = MODE_COLOURS.get(mode)
+        ax.step(xs, ys, where="post", color=colour,
+                label=f"{mode} ({stats.count} calls): p50 {seconds(stats.p50)}, p95 {seconds(stats.p95)}, "
+                      f"p99 {seconds(stats.p99)}, max {seconds(stats.max)}")  # fmt: skip
+        marks = [stats.p50, stats.p95, stats.p99, stats.max]
+        ax.plot([max(x, floor) for x in marks], [0.5, 0.95, 0.99, 1.0], ls="none", marker="D", ms=4, color=colour)
+    ax.set_xscale("log")
+    ax.set(xlabel="gym service time per call (s, log scale)", ylabel="fraction of calls at most this long")
+    ax.set_ylim(0, 1.02)
+    ax.legend(loc="lower right")
+    return fig
+
+
+def seconds(x: float) -> str:
+    """A duration for people: 0.4 ms, 12 ms, 1.23 s, 95.1 s."""
+    if x < 0.01:
+        return f"{x * 1e3:.1f} ms"
+    if x < 1:
+        return f"{x * 1e3:.0f} ms"
+    return f"{x:.2f} s" if x < 10 else f"{x:.1f} s"
+
+
+def _single() -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(7, 3.4), layout="constrained")
+    return fig, fig.subplots()
+
+
+def _warmup_band(ax: Axes) -> None:
+    ax.axvspan(-0.5, 0.5, color="#eeeeee", zorder=0)
+
+
+FIGURES = (
+    FigureSpec("timeline", "Timeline", "One row per resource, sync above async on the same time axis. Coloured "
+               "spans are busy time, gaps are idle; the trainer's hatched spans are train_wait, the trainer "
+               "blocked on the ready buffer. Dotted lines are optimizer steps: in sync, rollout and the gym "
+               "pool fall silent while the trainer trains (the barrier); in async they keep working under it "
+               "(the overlap).", timeline),
+    FigureSpec("step_time", "Step time per step", "Time between consecutive optimizer steps. The dashed line "
+               "is async's ideal step time, max(generation, gym work / workers, train time) per step.",
+               step_time),
+    FigureSpec("train_wait", "Trainer wait per step", "Seconds the trainer was blocked on the ready buffer "
+               "before each step; their sum over the step times is the trainer idle ratio.", train_wait),
+    FigureSpec("buffer_depth", "Ready-buffer depth", "Complete groups waiting for the trainer, sampled when "
+               "a group arrives and when the trainer takes a batch. In sync the buffer is empty while the "
+               "trainer trains; in async it fills with the next batch meanwhile.", buffer_depth),
+    FigureSpec("staleness", "Staleness", "How many versions behind the trainer each trained trajectory's "
+               "policy was. Sync is 0 by construction; async is bounded by max_staleness.", staleness),
+    FigureSpec("reward", "Reward", "Mean reward of each step's batch, against the step and against the wall "
+               "time at which the step ended: the same learning curve, reached sooner by the faster mode.",
+               reward),
+    FigureSpec("gym_service", "Gym service time", "Cumulative distribution of the time one gym call took on "
+               "its worker (the gym_step spans; queue wait excluded), with p50, p95, p99 and max marked.",
+               gym_service),
+)  # fmt: skip

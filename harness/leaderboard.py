@@ -1,0 +1,280 @@
+"""`harness leaderboard`: every run under results/runs/ in one table, as Markdown, CSV and a page.
+
+One row per key (gym, system configuration, policy/profile, hardware fingerprint): the latest
+run of that key that measured both modes (else the latest run). Latest, not best: picking the
+best of several tries would publish the luckiest one. Output depends on the run records alone:
+rows sorted by key, fixed number formats, no generation time, so the same runs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harness.html import Cell, cell, page, table
+from harness.report import REPORT, write_report
+from harness.rundir import RunDirError, load_summary
+
+MARKDOWN, CSV, INDEX = "leaderboard.md", "leaderboard.csv", "index.html"
+
+
+@dataclass(frozen=True)
+class Row:
+    gym: str
+    configuration: str
+    policy: str
+    stages: str  # "measured" or "emulated" (generation, training and weight sync)
+    hardware: str
+    fingerprint: str
+    idle_sync: float | None
+    idle_async: float | None
+    speedup: float | None
+    achieved_over_ideal: float | None
+    samples_sync: float | None
+    samples_async: float | None
+    reward_sync: float | None
+    reward_async: float | None
+    staleness_async: float | None
+    errors: int
+    run_id: str
+    runs: int  # runs of this key; the row shows the chosen one
+    commit: str
+    tools: str
+
+
+@dataclass(frozen=True)
+class Column:
+    field: str
+    header: str
+    show: Callable[[Any], str]  # for Markdown and the page; CSV keeps more digits
+    numeric: bool = False
+
+
+def _opt(fmt: str) -> Callable[[Any], str]:
+    return lambda v: "-" if v is None else format(v, fmt)
+
+
+COLUMNS = (
+    Column("gym", "gym", str),
+    Column("run_id", "run", str),
+    Column("configuration", "configuration", str),
+    Column("policy", "policy / profile", str),
+    Column("stages", "stages", str),
+    Column("hardware", "hardware", str),
+    Column("idle_sync", "trainer idle sync", _opt(".1%"), numeric=True),
+    Column("idle_async", "trainer idle async", _opt(".1%"), numeric=True),
+    Column("speedup", "speedup", lambda v: "-" if v is None else f"{v:.2f}x", numeric=True),
+    Column("achieved_over_ideal", "achieved/ideal", _opt(".0%"), numeric=True),
+    Column("samples_sync", "samples/s sync", _opt(".2f"), numeric=True),
+    Column("samples_async", "samples/s async", _opt(".2f"), numeric=True),
+    Column("reward_sync", "reward sync", _opt(".3f"), numeric=True),
+    Column("reward_async", "reward async", _opt(".3f"), numeric=True),
+    Column("staleness_async", "staleness async", _opt(".2f"), numeric=True),
+    Column("errors", "errors", str, numeric=True),
+    Column("runs", "runs of key", str, numeric=True),
+    Column("commit", "commit", str),
+    Column("fingerprint", "hardware fingerprint", str),
+    Column("tools", "tool versions", str),
+)
+PROVENANCE = ("commit", "fingerprint", "tools")  # Markdown puts these in a second table
+
+
+@dataclass(frozen=True)
+class Published:
+    paths: list[Path]
+    rows: list[Row]
+    warnings: list[str]  # one line per run left out or without a report
+
+
+def publish(results_root: Path) -> Published:
+    """Write results/leaderboard.md, leaderboard.csv and index.html; report runs that lack one."""
+    runs_dir = results_root / "runs"
+    if not runs_dir.is_dir():
+        raise RunDirError(f"no runs: {runs_dir} does not exist (run harness benchmark first)")
+    rows, warnings = [], []
+    for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+        try:
+            summary = load_summary(path)
+            if not (path / REPORT).is_file():  # a run from before reports, or one copied in
+                write_report(path)
+        except RunDirError as exc:
+            warnings.append(f"skipped {exc}")
+            continue
+        rows.append(make_row(path.name, summary))
+    rows = choose(rows)
+    out = [results_root / MARKDOWN, results_root / CSV, results_root / INDEX]
+    out[0].write_text(markdown(rows))
+    out[1].write_text(csv_text(rows))
+    out[2].write_text(index_html(rows))
+    return Published(out, rows, warnings)
+
+
+def choose(rows: list[Row]) -> list[Row]:
+    """One row per key: the latest run with both modes, else the latest run; sorted by key."""
+    by_key: dict[tuple[str, ...], list[Row]] = {}
+    for row in rows:
+        by_key.setdefault((row.gym, row.configuration, row.policy, row.hardware, row.fingerprint), []).append(row)
+    chosen = []
+    for key in sorted(by_key):
+        runs = by_key[key]
+        latest = max(runs, key=lambda r: (r.speedup is not None, _natural(r.run_id)))
+        chosen.append(replace(latest, runs=len(runs)))
+    return chosen
+
+
+def _natural(run_id: str) -> tuple:
+    """Run ids start with a UTC timestamp; a numeric suffix (-2, -10) counts as a number."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", run_id))
+
+
+def make_row(run_id: str, s: dict[str, Any]) -> Row:
+    """The leaderboard figures of one run (run_id: its directory's name under runs/)."""
+    modes, spec, comparison = s["modes"], s["spec"], s.get("comparison") or {}
+
+    def figure(mode: str, key: str) -> float | None:
+        return modes[mode][key] if mode in modes else None
+
+    profile = (s.get("profile") or {}).get("name")
+    policy = str(spec.get("policy", "?")) + (f" / {profile}" if s.get("emulated") else "")
+    return Row(
+        gym=s["gym"],
+        configuration=configuration(s),
+        policy=policy,
+        stages="emulated" if s.get("emulated") else "measured",
+        hardware=hardware_name(s["hardware"]),
+        fingerprint=fingerprint(s["hardware"]),
+        idle_sync=figure("sync", "trainer_idle_ratio"),
+        idle_async=figure("async", "trainer_idle_ratio"),
+        speedup=comparison.get("speedup"),
+        achieved_over_ideal=comparison.get("achieved_over_ideal"),
+        samples_sync=figure("sync", "samples_per_s"),
+        samples_async=figure("async", "samples_per_s"),
+        reward_sync=figure("sync", "reward_mean"),
+        reward_async=figure("async", "reward_mean"),
+        staleness_async=figure("async", "staleness_mean"),
+        errors=sum(int(m["accounting"].get("errored", 0)) for m in modes.values()),
+        run_id=run_id,
+        runs=1,
+        commit=str(s["git"].get("commit") or "unknown") + ("+dirty" if s["git"].get("dirty") else ""),
+        tools=tool_versions(s["tools"]),
+    )
+
+
+def tool_versions(tools: dict[str, str]) -> str:
+    """'math 0.1.0, heavygym 0.1.0, torch 2.13.0, ...': the gym's own version first."""
+    rest = {k: v for k, v in tools.items() if k not in ("gym", "version")}
+    gym = [f"{tools['gym']} {tools['version']}"] if "gym" in tools and "version" in tools else []
+    return ", ".join(gym + [f"{k} {v}" for k, v in sorted(rest.items())])
+
+
+def configuration(s: dict[str, Any]) -> str:
+    spec = s["spec"]
+    text = (
+        f"batch {spec.get('batch_groups', '?')} x group {spec.get('group_size', '?')}, "
+        f"max_staleness {spec.get('max_staleness', '?')}, {s.get('gym_workers', '?')} gym workers"
+    )
+    options = spec.get("gym_options") or {}
+    return text + "".join(f", {k}={v}" for k, v in sorted(options.items()))
+
+
+def hardware_name(hw: dict[str, Any]) -> str:
+    accelerators = hw.get("accelerators") or []
+    names = sorted(set(accelerators))
+    gpus = "".join(f", {accelerators.count(n)}x {n}" for n in names)
+    return f"{hw.get('cpu', '?')}, {hw.get('cores', '?')} cores, {hw.get('memory_gb', '?')} GB{gpus}"
+
+
+def fingerprint(hw: dict[str, Any]) -> str:
+    """What makes one machine kind: CPU model, cores, memory, accelerators (not kernel or Python)."""
+    keys = {k: hw.get(k) for k in ("cpu", "cores", "memory_gb", "accelerators")}
+    return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def report_link(row: Row) -> str:
+    return f"runs/{row.run_id}/{REPORT}"
+
+
+def markdown(rows: list[Row]) -> str:
+    main = [c for c in COLUMNS if c.field not in PROVENANCE]
+    lines = [
+        "# heavygym leaderboard",
+        "",
+        (
+            "One row per (gym, configuration, policy / profile, hardware): the latest run of that key that "
+            "measured both modes. Emulated rows wait a hardware profile's times for generation, training and "
+            "weight sync; their gym work is real. Columns: [docs/reports.md](../docs/reports.md)."
+        ),
+        "",
+    ]
+    lines += _md_table(main, rows)
+    lines += ["", "## Provenance", ""]
+    lines += _md_table([c for c in COLUMNS if c.field in ("run_id", *PROVENANCE)], rows)
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(row: Row, column: Column) -> str:
+    text = column.show(getattr(row, column.field)).replace("|", "\\|")
+    if column.field == "run_id":
+        return f"[{text}]({report_link(row)})"
+    if column.field == "stages" and row.stages != "measured":
+        return f"**{text}**"
+    return text
+
+
+def _md_table(columns: list[Column], rows: list[Row]) -> list[str]:
+    lines = [[c.header for c in columns], ["---:" if c.numeric else "---" for c in columns]]
+    lines += [[_md_cell(r, c) for c in columns] for r in rows]
+    return ["| " + " | ".join(line) + " |" for line in lines]
+
+
+def csv_text(rows: list[Row]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([c.field for c in COLUMNS] + ["report"])
+    for r in rows:
+        values = [getattr(r, c.field) for c in COLUMNS]
+        cells = ["" if v is None else f"{v:.6f}" if isinstance(v, float) else v for v in values]
+        writer.writerow([*cells, report_link(r)])
+    return buf.getvalue()
+
+
+def index_html(rows: list[Row]) -> str:
+    body = [
+        "<h1>heavygym leaderboard</h1>",
+        (
+            "<p class=sub>One row per (gym, configuration, policy / profile, hardware): the latest run of that "
+            "key that measured both modes. Click a column header to sort. Each run links to its report. "
+            "<span class=badge>emulated</span> rows wait a hardware profile's times for generation, training "
+            "and weight sync; their gym work is real.</p>"
+        ),
+    ]
+    if rows:
+        body.append(table([c.header for c in COLUMNS], [[_html_cell(r, c) for c in COLUMNS] for r in rows],
+                          sortable=True, table_id="leaderboard"))  # fmt: skip
+    else:
+        body.append("<p>No runs yet: run <code>harness benchmark</code>, then <code>harness leaderboard</code>.</p>")
+    return page("heavygym leaderboard", "\n".join(body), sortable=True, wide=True)
+
+
+def _html_cell(row: Row, column: Column) -> Cell:
+    value = getattr(row, column.field)
+    text = column.show(value)
+    if column.field == "run_id":
+        return Cell(f'<a href="{escape(report_link(row))}">{escape(text)}</a>', sort=row.run_id)
+    if column.field == "stages" and row.stages != "measured":
+        return Cell(f"<span class=badge>{escape(text)}</span>", sort=text)
+    if column.field == "commit":  # the full commit is in the CSV, the Markdown and the tooltip
+        return Cell(f'<small class=mono title="{escape(text)}">{escape(text[:12])}</small>', sort=text)
+    if column.field in ("fingerprint", "tools"):
+        return Cell(f"<small class=mono>{escape(text)}</small>", sort=text)
+    if column.numeric:
+        return cell(text, sort="" if value is None else value, numeric=True)
+    return cell(text)

@@ -1,0 +1,160 @@
+"""`harness report`: one run's page (report.html) and PNG figures (figures/*.png) in its directory.
+
+The page embeds its figures as data URIs so that it is one self-contained file; the PNGs beside
+it are the same bytes, for papers and pull requests. Nothing in either depends on when the report
+was made, so the same run drawn by the same matplotlib version gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harness.figures import FIGURES, render, seconds
+from harness.html import Cell, cell, page, table
+from harness.rundir import Run, load_run, service_stats, service_times
+
+REPORT = "report.html"
+FIGURE_DIR = "figures"
+
+# (label, summary key, format) of the per-mode metrics table, as `harness benchmark` prints them.
+METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("avg step_time", "step_time_mean", lambda x: f"{x:.2f} s"),
+    ("step_time stddev", "step_time_std", lambda x: f"{x:.2f} s"),
+    ("avg train_wait", "train_wait_mean", lambda x: f"{x:.2f} s"),
+    ("trainer idle ratio", "trainer_idle_ratio", lambda x: f"{x:.1%}"),
+    ("avg actor_train", "actor_train_mean", lambda x: f"{x:.2f} s"),
+    ("avg update_weights", "update_weights_mean", lambda x: f"{x:.2f} s"),
+    ("ideal step time", "ideal_step_time", lambda x: f"{x:.2f} s"),
+    ("rollout idle ratio", "rollout_idle_ratio", lambda x: f"{x:.1%}"),
+    ("gym pool utilisation", "gym_utilisation", lambda x: f"{x:.1%}"),
+    ("samples / s", "samples_per_s", lambda x: f"{x:.2f}"),
+    ("reward mean", "reward_mean", lambda x: f"{x:.3f}"),
+    ("staleness mean", "staleness_mean", lambda x: f"{x:.2f}"),
+)
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write report.html and figures/*.png for the run in `run_dir`; return the page's path."""
+    run = load_run(run_dir)
+    figure_dir = run_dir / FIGURE_DIR
+    figure_dir.mkdir(exist_ok=True)
+    images = {}
+    for spec in FIGURES:
+        data = render(spec, run)
+        (figure_dir / f"{spec.name}.png").write_bytes(data)
+        images[spec.name] = data
+    path = run_dir / REPORT
+    path.write_text(report_html(run, images))
+    return path
+
+
+def report_html(run: Run, images: dict[str, bytes]) -> str:
+    s = run.summary
+    parts = [
+        f"<p><a href=../../index.html>&larr; leaderboard</a></p>\n<h1>{escape(s['gym'])}: sync vs async</h1>",
+        f"<p class=sub>run <span class=mono>{escape(run.run_id)}</span> &middot; {_setup_line(s)}</p>",
+    ]
+    if run.emulated_label:
+        profile = s.get("profile") or {}
+        parts.append(
+            f"<p class=banner><span class=badge>{escape(run.emulated_label)}</span> Generation, training and "
+            f"weight sync are emulated: they wait the stage times of the hardware profile "
+            f"<b>{escape(str(profile.get('name', '?')))}</b> ({escape(str(profile.get('description', '')))}). "
+            "Every gym step is real work in the sandbox.</p>"
+        )
+    parts.append(_headline(s))
+    parts.append("<h2>Metrics</h2>\n" + _metrics_table(run))
+    for spec in FIGURES:
+        uri = "data:image/png;base64," + base64.b64encode(images[spec.name]).decode("ascii")
+        parts.append(
+            f'<h2 id={spec.name}>{escape(spec.title)}</h2>\n<figure><img src="{uri}" alt="{escape(spec.title)}">'
+            f"<figcaption>{escape(spec.caption)}</figcaption></figure>"
+        )
+        if spec.name == "gym_service":
+            parts.append(_service_table(run))
+    parts.append("<h2>Trajectory accounting and oscillation</h2>\n" + _accounting(run))
+    parts.append("<h2>Configuration and provenance</h2>\n" + _provenance(s))
+    return page(f"{s['gym']} · {run.run_id} · heavygym report", "\n".join(parts))
+
+
+def _setup_line(s: dict[str, Any]) -> str:
+    spec = s["spec"]
+    return escape(
+        f"policy {spec.get('policy', '?')}, batch {spec.get('batch_groups', '?')} prompts x group "
+        f"{spec.get('group_size', '?')} samples per step, max_staleness {spec.get('max_staleness', '?')} (async), "
+        f"{s.get('gym_workers', '?')} gym workers, {spec.get('steps', '?')} steps per mode (the first is warm-up)"
+    )
+
+
+def _headline(s: dict[str, Any]) -> str:
+    c = s.get("comparison")
+    if not c:
+        return "<p class=headline>One mode only: no sync/async comparison.</p>"
+    return (
+        f"<p class=headline>Async is <b>{c['speedup']:.2f}x</b> faster per step than sync (ideal "
+        f"{c['ideal_speedup']:.2f}x, achieved/ideal {c['achieved_over_ideal']:.0%}); the trainer idle ratio "
+        f"falls from <b>{c['trainer_idle_ratio_sync']:.1%}</b> to <b>{c['trainer_idle_ratio_async']:.1%}</b>.</p>"
+    )
+
+
+def _metrics_table(run: Run) -> str:
+    modes = run.modes
+    rows = []
+    for label, key, fmt in METRICS:
+        values = [run.summary["modes"][m].get(key) for m in modes]
+        rows.append([cell(label), *(cell("-" if v is None else fmt(v), numeric=True) for v in values)])
+    return table(["metric", *modes], rows)
+
+
+def _service_table(run: Run) -> str:
+    rows = []
+    for mode in run.modes:
+        stats = service_stats(service_times(run.spans[mode]))
+        if stats is None:
+            rows.append([cell(mode), *(cell("-", numeric=True) for _ in range(6))])
+            continue
+        values = (stats.p50, stats.p95, stats.p99, stats.max, stats.mean)
+        rows.append([cell(mode), cell(stats.count, numeric=True), *(cell(seconds(v), numeric=True) for v in values)])
+    return table(["mode", "calls", "p50", "p95", "p99", "max", "mean"], rows)
+
+
+def _accounting(run: Run) -> str:
+    rows = []
+    for mode in run.modes:
+        m = run.summary["modes"][mode]
+        acc = m["accounting"]
+        counts = [acc.get(k, "-") for k in ("generated", "trained", "dropped_stale", "errored", "in_flight")]
+        rows.append([cell(mode), *(cell(n, numeric=True) for n in counts),
+                     cell("yes" if acc.get("balanced") else "NO"), cell(m.get("oscillation", "-"))])  # fmt: skip
+    headers = ["mode", "generated", "trained", "dropped stale", "errored", "in flight", "balanced", "verdict"]
+    return table(headers, rows)
+
+
+def _provenance(s: dict[str, Any]) -> str:
+    git = s["git"]
+    commit = str(git.get("commit") or "unknown") + (" (uncommitted changes)" if git.get("dirty") else "")
+    hw = s["hardware"]
+    rows: list[list[Cell]] = [
+        [cell("run"), cell(s["run_id"])],
+        [cell("gym"), cell(s["gym"])],
+        [cell("git commit"), Cell(f"<span class=mono>{escape(commit)}</span>")],
+        *([cell(f"hardware: {k}"), cell(_plain(v))] for k, v in sorted(hw.items())),
+        *([cell(f"tool: {k}"), cell(v)] for k, v in sorted(s["tools"].items())),
+        *([cell(f"spec: {k}"), cell(_plain(v))] for k, v in sorted(s["spec"].items())),
+    ]
+    if s.get("profile"):
+        rows += [[cell(f"profile: {k}"), cell(_plain(v))] for k, v in sorted(s["profile"].items()) if k != "sources"]
+        rows += [[cell(f"profile source: {k}"), cell(v)] for k, v in sorted(s["profile"].get("sources", {}).items())]
+    return table(["", ""], rows)
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)

@@ -1,0 +1,203 @@
+"""Reading a run directory (results/runs/<run-id>/) back: the summary, steps, buffer depth and spans,
+and the gym service times derived from the spans.
+
+Every problem with a run directory is a `RunDirError` naming the directory and the file, so
+the report and the leaderboard can show one clear line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainer.timeline import Span
+
+MODE_ORDER = ("sync", "async")
+# What the report and the leaderboard read from each mode of summary.json.
+NUMBERS = ("step_time_mean", "train_wait_mean", "trainer_idle_ratio", "samples_per_s", "reward_mean",
+           "staleness_mean", "ideal_step_time")  # fmt: skip
+TABLES = ("staleness_histogram", "accounting", "config")
+STEP_FIELDS = ("step", "end", "step_time", "train_wait", "actor_train", "update_weights", "reward_mean",
+               "pass_rate", "trajectories", "staleness_mean", "buffer_depth")  # fmt: skip
+INT_FIELDS = {"step", "trajectories", "buffer_depth"}
+
+
+class RunDirError(ValueError):
+    """A run directory that is missing, partial or unreadable."""
+
+
+@dataclass(frozen=True)
+class StepRow:
+    step: int
+    end: float
+    step_time: float
+    train_wait: float
+    actor_train: float
+    update_weights: float
+    reward_mean: float
+    pass_rate: float
+    trajectories: int
+    staleness_mean: float
+    buffer_depth: int
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    summary: dict[str, Any]
+    steps: dict[str, list[StepRow]]  # by mode
+    depth: dict[str, list[tuple[float, int]]]  # by mode: (time, ready-buffer depth)
+    spans: dict[str, list[Span]]  # by mode
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary["run_id"])
+
+    @property
+    def modes(self) -> list[str]:
+        return ordered_modes(self.summary["modes"])
+
+    @property
+    def emulated_label(self) -> str | None:
+        """'emulated (profile NAME)' when generation, training and weight sync were emulated."""
+        if not self.summary.get("emulated"):
+            return None
+        return f"emulated (profile {(self.summary.get('profile') or {}).get('name', '?')})"
+
+
+def ordered_modes(modes: dict[str, Any]) -> list[str]:
+    """sync before async (summary.json sorts its keys alphabetically), then any other mode."""
+    return [m for m in MODE_ORDER if m in modes] + sorted(m for m in modes if m not in MODE_ORDER)
+
+
+def find_run(run: str, results_root: Path) -> Path:
+    """A run directory from a path, or from a run id under RESULTS/runs/."""
+    for candidate in (Path(run), results_root / "runs" / run):
+        if candidate.is_dir():
+            return candidate
+    raise RunDirError(f"no run {run!r}: neither a directory nor a run under {results_root / 'runs'}")
+
+
+def load_summary(path: Path) -> dict[str, Any]:
+    """summary.json of a run, checked for what the report and the leaderboard read."""
+    file = path / "summary.json"
+    if not file.is_file():
+        raise RunDirError(f"{path}: summary.json is missing (a run that did not finish?)")
+    try:
+        summary = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDirError(f"{file}: unreadable JSON ({exc})") from None
+    if not isinstance(summary, dict):
+        raise RunDirError(f"{file}: not a JSON object")
+    missing = [k for k in ("run_id", "gym") if not isinstance(summary.get(k), str)]
+    missing += [k for k in ("spec", "modes", "hardware", "git", "tools") if not isinstance(summary.get(k), dict)]
+    if missing:
+        raise RunDirError(f"{file}: missing {', '.join(missing)}")
+    if not summary["modes"]:
+        raise RunDirError(f"{file}: no measured mode")
+    for mode, figures in summary["modes"].items():
+        figures = figures if isinstance(figures, dict) else {}
+        bad = [k for k in NUMBERS if not _number(figures.get(k))]
+        bad += [k for k in TABLES if not isinstance(figures.get(k), dict)]
+        if bad:
+            raise RunDirError(f"{file}: mode {mode} lacks {', '.join(bad)}")
+    comparison = summary.get("comparison", {})
+    if not isinstance(comparison, dict) or not all(_number(v) for v in comparison.values()):
+        raise RunDirError(f"{file}: comparison is not a table of numbers")
+    return summary
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def load_run(path: Path) -> Run:
+    """Everything a report draws. Raises RunDirError for a missing or partial run."""
+    summary = load_summary(path)
+    steps: dict[str, list[StepRow]] = {}
+    for row in _csv_rows(path / "steps.csv", ("mode", *STEP_FIELDS)):
+        try:
+            typed = {k: (int(row[k]) if k in INT_FIELDS else float(row[k])) for k in STEP_FIELDS}
+        except ValueError as exc:
+            raise RunDirError(f"{path / 'steps.csv'}: {exc}") from None
+        steps.setdefault(row["mode"], []).append(StepRow(**typed))
+    depth: dict[str, list[tuple[float, int]]] = {}
+    for row in _csv_rows(path / "buffer.csv", ("mode", "time", "depth")):
+        try:
+            depth.setdefault(row["mode"], []).append((float(row["time"]), int(row["depth"])))
+        except ValueError as exc:
+            raise RunDirError(f"{path / 'buffer.csv'}: {exc}") from None
+    spans = _spans(path / "timeline.jsonl")
+    lacking = [m for m in summary["modes"] if not steps.get(m) or not spans.get(m)]
+    if lacking:
+        raise RunDirError(f"{path}: steps.csv or timeline.jsonl has no record of mode {', '.join(lacking)}")
+    return Run(path, summary, steps, depth, spans)
+
+
+def _csv_rows(file: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    if not file.is_file():
+        raise RunDirError(f"{file.parent}: {file.name} is missing")
+    try:
+        with file.open(newline="") as f:
+            reader = csv.DictReader(f)
+            absent = [c for c in columns if c not in (reader.fieldnames or [])]
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise RunDirError(f"{file}: unreadable ({exc})") from None
+    if absent:
+        raise RunDirError(f"{file}: no column {', '.join(absent)}")
+    if any(None in row.values() for row in rows):
+        raise RunDirError(f"{file}: a row is cut short (a run that did not finish?)")
+    return rows
+
+
+def _spans(file: Path) -> dict[str, list[Span]]:
+    if not file.is_file():
+        raise RunDirError(f"{file.parent}: {file.name} is missing")
+    try:
+        lines = file.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{file}: unreadable ({exc})") from None
+    spans: dict[str, list[Span]] = {}
+    for n, line in enumerate(lines, 1):
+        try:
+            d = json.loads(line)
+            span = Span(str(d["resource"]), str(d["kind"]), float(d["start"]), float(d["end"]), int(d["step"]))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise RunDirError(f"{file}:{n}: not a span ({exc})") from None
+        spans.setdefault(str(d["mode"]), []).append(span)
+    return spans
+
+
+@dataclass(frozen=True)
+class ServiceStats:
+    """Gym service time per call (the gym_step spans), in seconds."""
+
+    count: int
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+    max: float
+
+
+def service_times(spans: list[Span]) -> list[float]:
+    return sorted(s.duration for s in spans if s.kind == "gym_step")
+
+
+def service_stats(times: list[float]) -> ServiceStats | None:
+    """Percentiles by linear interpolation between closest ranks (numpy's default)."""
+    if not times:
+        return None
+    ordered = sorted(times)
+
+    def pct(q: float) -> float:
+        pos = (len(ordered) - 1) * q
+        lo, hi = math.floor(pos), math.ceil(pos)
+        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+    return ServiceStats(len(ordered), sum(ordered) / len(ordered), pct(0.5), pct(0.95), pct(0.99), ordered[-1])

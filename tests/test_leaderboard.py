@@ -1,0 +1,69 @@
+"""`harness leaderboard`: one row per key, the latest complete run, the same bytes every time."""
+
+from __future__ import annotations
+
+import csv
+
+from conftest import harness
+from test_report import make_run
+
+from harness.leaderboard import CSV, INDEX, MARKDOWN, publish
+from harness.report import REPORT
+
+
+def test_leaderboard_is_byte_identical_and_keeps_the_latest_run_per_key(tmp_path):
+    make_run(tmp_path, "20260101T000000Z-toy", speedup=1.2)
+    make_run(tmp_path, "20260102T000000Z-toy", speedup=1.8, errored=3)  # same key, later: shown
+    make_run(tmp_path, "20260103T000000Z-toy", modes=("async",))  # same key, later, but no comparison
+    make_run(tmp_path, "20260101T000000Z-other", gym="other", profile=None, workers=1)
+    first = publish(tmp_path)
+    files = {p.name: p.read_bytes() for p in first.paths}
+    assert set(files) == {MARKDOWN, CSV, INDEX} and first.warnings == []
+    assert all((tmp_path / "runs" / r.run_id / REPORT).is_file() for r in first.rows)
+
+    again = publish(tmp_path)
+    assert {p.name: p.read_bytes() for p in again.paths} == files
+
+    rows = list(csv.DictReader(files[CSV].decode().splitlines()))
+    assert [(r["gym"], r["run_id"], r["runs"]) for r in rows] == [
+        ("other", "20260101T000000Z-other", "1"),
+        ("toy", "20260102T000000Z-toy", "3"),
+    ]
+    toy = rows[1]
+    assert toy["speedup"] == "1.800000" and toy["errors"] == "6" and toy["stages"] == "emulated"
+    assert toy["commit"].startswith("0123456789abcdef") and len(toy["fingerprint"]) == 12
+    assert "torch 2.13.0" in toy["tools"] and toy["report"] == "runs/20260102T000000Z-toy/report.html"
+    assert rows[0]["stages"] == "measured"
+
+    md, page = files[MARKDOWN].decode(), files[INDEX].decode()
+    link = "[20260102T000000Z-toy](runs/20260102T000000Z-toy/report.html)"
+    assert (
+        f"| toy | {link} | batch 2 x group 2, max_staleness 1, 2 gym workers | replay / fake-h100 | **emulated** |"
+        in md
+    )
+    assert 'href="runs/20260102T000000Z-toy/report.html"' in page and "class=badge" in page
+    assert "<script>" in page and "http" not in page.split("<script>", 1)[1]
+
+
+def test_broken_runs_are_skipped_with_a_warning(tmp_path):
+    make_run(tmp_path, "20260101T000000Z-toy")
+    (tmp_path / "runs" / "20260102T000000Z-crashed").mkdir()  # no summary.json
+    partial = make_run(tmp_path, "20260103T000000Z-toy")
+    (partial / "timeline.jsonl").unlink()  # cannot be reported
+    bad = make_run(tmp_path, "20260104T000000Z-toy")
+    (bad / "summary.json").write_text("{not json")
+    (tmp_path / "runs" / "notes.txt").write_text("not a run")
+
+    out = harness("leaderboard", "--results", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    for name, why in [("crashed", "summary.json is missing"), ("20260103T000000Z-toy", "timeline.jsonl is missing"),
+                      ("20260104T000000Z-toy", "unreadable JSON")]:  # fmt: skip
+        assert any(name in line and why in line for line in out.stderr.splitlines()), (name, out.stderr)
+    rows = list(csv.DictReader((tmp_path / CSV).read_text().splitlines()))
+    assert [r["run_id"] for r in rows] == ["20260101T000000Z-toy"]
+
+
+def test_no_runs_directory_is_one_clear_line(tmp_path):
+    out = harness("leaderboard", "--results", str(tmp_path / "empty"))
+    assert out.returncode == 2 and "harness benchmark first" in out.stderr and "Traceback" not in out.stderr

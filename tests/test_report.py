@@ -1,0 +1,179 @@
+"""`harness report`: figures and a self-contained page for one run, the same bytes every time.
+
+Most tests draw a synthetic run written here (fast, exact); tests/test_browser.py reports a
+real `harness benchmark` run.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import harness
+
+from harness.figures import FIGURES
+from harness.report import REPORT, write_report
+from harness.rundir import RunDirError, find_run, load_run, service_stats
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def make_run(
+    root: Path,
+    run_id: str,
+    gym: str = "toy",
+    modes: tuple[str, ...] = ("sync", "async"),
+    profile: str | None = "fake-h100",
+    workers: int = 2,
+    speedup: float = 1.5,
+    errored: int = 0,
+) -> Path:
+    """A small, plausible run record: 4 steps per mode, 2 groups per step, `workers` gym workers."""
+    path = root / "runs" / run_id
+    path.mkdir(parents=True)
+    spans, steps, depth, figures = [], [], [], {}
+    for mode in modes:
+        step_time = 4.0 if mode == "sync" else 4.0 / speedup
+        wait = 0.5 * step_time if mode == "sync" else 0.1 * step_time
+        actor, update = 0.75 * (step_time - wait), 0.25 * (step_time - wait)
+        mode_steps = []
+        for k in range(4):
+            end = (k + 1) * step_time
+            start = end - step_time
+            spans += [
+                (mode, "trainer", "train_wait", start, start + wait, k),
+                (mode, "trainer", "actor_train", start + wait, end - update, k),
+                (mode, "trainer", "update_weights", end - update, end, k),
+                (mode, "rollout", "generate", start, start + 0.2 * step_time, k),
+            ]
+            for w, i in ((w, i) for w in range(workers) for i in range(3)):
+                begin = start + (0.2 + 0.1 * i) * step_time
+                spans.append((mode, f"gym-{w}", "gym_step", begin, begin + 0.02 * (i + w + 1) * step_time, k))
+            reward = 0.25 + 0.1 * k
+            mode_steps.append([mode, k, end, step_time, wait, actor, update, reward, reward, 4,
+                               0.0 if mode == "sync" else 1.0, 0, 0.1])  # fmt: skip
+            depth += [[mode, round(start + 1.0, 6), 1], [mode, round(start + wait, 6), 0]]
+        steps += mode_steps
+        figures[mode] = _mode_figures(mode, step_time, wait, actor, update, errored)
+    with (path / "timeline.jsonl").open("w") as f:
+        for mode, resource, kind, start, end, step in sorted(spans, key=lambda s: (s[0], s[3])):
+            f.write(
+                json.dumps({"mode": mode, "resource": resource, "kind": kind, "start": start, "end": end, "step": step})
+                + "\n"
+            )
+    step_columns = ["mode", "step", "end", "step_time", "train_wait", "actor_train", "update_weights", "reward_mean",
+                    "pass_rate", "trajectories", "staleness_mean", "buffer_depth", "loss"]  # fmt: skip
+    _write_csv(path / "steps.csv", step_columns, steps)
+    _write_csv(path / "buffer.csv", ["mode", "time", "depth"], depth)
+    summary: dict[str, Any] = {
+        "run_id": run_id, "gym": gym, "gym_workers": workers, "modes": figures,
+        "spec": {"gym": gym, "gym_options": {}, "modes": list(modes), "steps": 4, "policy": "replay",
+                 "profile": profile or "zero", "gym_workers": None, "batch_groups": 2, "group_size": 2,
+                 "max_staleness": 1, "seed": 0},
+        "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False},
+        "hardware": {"cpu": "Test CPU", "cores": 2, "memory_gb": 8.0, "platform": "Linux", "python": "3.11",
+                     "accelerators": []},
+        "tools": {"gym": gym, "version": "0.1", "heavygym": "0.1.0", "torch": "2.13.0"},
+        "emulated": profile is not None,
+        "policy": {"policy": "replay" if profile else "tiny"},
+        "profile": {"name": profile, "description": "a profile for tests", "sources": {"generate": "made up"}}
+        if profile else None,
+    }  # fmt: skip
+    if {"sync", "async"} <= set(modes):
+        summary["comparison"] = {
+            "speedup": speedup, "ideal_speedup": speedup * 1.25, "achieved_over_ideal": 0.8,
+            "trainer_idle_ratio_sync": figures["sync"]["trainer_idle_ratio"],
+            "trainer_idle_ratio_async": figures["async"]["trainer_idle_ratio"],
+        }  # fmt: skip
+    (path / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def _mode_figures(
+    mode: str, step_time: float, wait: float, actor: float, update: float, errored: int
+) -> dict[str, Any]:
+    return {
+        "mode": mode, "config": {"mode": mode, "max_staleness": 1, "batch_groups": 2, "group_size": 2},
+        "steps": 4, "measured_steps": 3, "wall_s": 4 * step_time, "step_time_mean": step_time,
+        "step_time_std": 0.0, "train_wait_mean": wait, "actor_train_mean": actor, "update_weights_mean": update,
+        "train_time_mean": actor + update, "trainer_idle_ratio": wait / step_time, "rollout_idle_ratio": 0.8,
+        "gym_utilisation": 0.2, "samples_per_s": 4 / step_time, "reward_mean": 0.45, "pass_rate": 0.45,
+        "staleness_mean": 0.0 if mode == "sync" else 1.0,
+        "staleness_histogram": {"0": 12} if mode == "sync" else {"1": 12},
+        "accounting": {"generated": 16 + errored, "trained": 12, "dropped_stale": 0, "errored": errored,
+                       "in_flight": 4, "balanced": True},
+        "ideal_step_time": actor + update, "oscillation": "training-bound: rollout keeps ahead of training",
+    }  # fmt: skip
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def test_report_writes_every_figure_and_embeds_it(tmp_path):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy")
+    page = write_report(run_dir).read_text()
+    for spec in FIGURES:
+        png = (run_dir / "figures" / f"{spec.name}.png").read_bytes()
+        assert png.startswith(PNG_SIGNATURE) and len(png) > 5000, spec.name
+        # the page is self-contained: each figure is embedded, byte for byte the PNG beside it
+        assert f'src="data:image/png;base64,{base64.b64encode(png).decode()}"' in page, spec.name
+        assert spec.title in page
+    assert page.count("<img ") == len(FIGURES)
+    assert "emulated (profile fake-h100)" in page
+    assert "1.50x</b> faster" in page and "0123456789abcdef" in page
+    assert not re.search(r'(src|href)="?https?:', page), "the page must work offline"
+
+
+def test_report_is_byte_identical_when_regenerated(tmp_path):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy")
+    first = {p.name: p.read_bytes() for p in [write_report(run_dir), *(run_dir / "figures").iterdir()]}
+    second = {p.name: p.read_bytes() for p in [write_report(run_dir), *(run_dir / "figures").iterdir()]}
+    assert first == second and len(first) == len(FIGURES) + 1
+
+
+def test_measured_single_mode_run_has_no_emulated_label(tmp_path):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy", modes=("async",), profile=None)
+    page = write_report(run_dir).read_text()
+    assert "emulated" not in page and "One mode only" in page
+    assert len(list((run_dir / "figures").glob("*.png"))) == len(FIGURES)
+
+
+def test_partial_run_is_a_clear_error(tmp_path):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy")
+    (run_dir / "timeline.jsonl").unlink()
+    with pytest.raises(RunDirError, match="timeline.jsonl is missing"):
+        load_run(run_dir)
+    (run_dir / "summary.json").write_text('{"run_id": ')
+    with pytest.raises(RunDirError, match="unreadable JSON"):
+        load_run(run_dir)
+    with pytest.raises(RunDirError, match="no run 'nope'"):
+        find_run("nope", tmp_path)
+    assert find_run("20260101T000000Z-toy", tmp_path) == run_dir
+
+
+def test_report_command(tmp_path):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy")
+    out = harness("report", run_dir.name, "--results", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert (run_dir / REPORT).is_file()
+    (run_dir / "steps.csv").write_text("mode,step\nsync,0\n")
+    out = harness("report", str(run_dir), env={"COLUMNS": "400"})  # one line, unwrapped
+    assert out.returncode == 2 and "steps.csv: no column end, step_time" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_service_percentiles_interpolate_between_ranks():
+    stats = service_stats([float(x) for x in range(1, 101)])
+    assert stats is not None
+    assert (stats.count, stats.p50, stats.max) == (100, 50.5, 100.0)
+    assert stats.p95 == pytest.approx(95.05) and stats.p99 == pytest.approx(99.01)
+    assert service_stats([]) is None
