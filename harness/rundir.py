@@ -10,10 +10,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from trainer.pipeline import StepRecord
 from trainer.timeline import Span
 
 MODE_ORDER = ("sync", "async")
@@ -21,9 +22,9 @@ MODE_ORDER = ("sync", "async")
 NUMBERS = ("step_time_mean", "train_wait_mean", "trainer_idle_ratio", "samples_per_s", "reward_mean",
            "staleness_mean", "ideal_step_time")  # fmt: skip
 TABLES = ("staleness_histogram", "accounting", "config")
-STEP_FIELDS = ("step", "end", "step_time", "train_wait", "actor_train", "update_weights", "reward_mean",
-               "pass_rate", "trajectories", "staleness_mean", "buffer_depth")  # fmt: skip
-INT_FIELDS = {"step", "trajectories", "buffer_depth"}
+# steps.csv holds StepRecord's fields (harness/record.py writes them), its stats as `loss`.
+STEP_FIELDS = tuple(f.name for f in fields(StepRecord) if f.name != "stats")
+INT_FIELDS = {f.name for f in fields(StepRecord) if f.type == "int"}
 
 
 class RunDirError(ValueError):
@@ -31,25 +32,10 @@ class RunDirError(ValueError):
 
 
 @dataclass(frozen=True)
-class StepRow:
-    step: int
-    end: float
-    step_time: float
-    train_wait: float
-    actor_train: float
-    update_weights: float
-    reward_mean: float
-    pass_rate: float
-    trajectories: int
-    staleness_mean: float
-    buffer_depth: int
-
-
-@dataclass(frozen=True)
 class Run:
     path: Path
     summary: dict[str, Any]
-    steps: dict[str, list[StepRow]]  # by mode
+    steps: dict[str, list[StepRecord]]  # by mode
     depth: dict[str, list[tuple[float, int]]]  # by mode: (time, ready-buffer depth)
     spans: dict[str, list[Span]]  # by mode
 
@@ -118,13 +104,13 @@ def _number(value: object) -> bool:
 def load_run(path: Path) -> Run:
     """Everything a report draws. Raises RunDirError for a missing or partial run."""
     summary = load_summary(path)
-    steps: dict[str, list[StepRow]] = {}
+    steps: dict[str, list[StepRecord]] = {}
     for row in _csv_rows(path / "steps.csv", ("mode", *STEP_FIELDS)):
         try:
             typed = {k: (int(row[k]) if k in INT_FIELDS else float(row[k])) for k in STEP_FIELDS}
         except ValueError as exc:
             raise RunDirError(f"{path / 'steps.csv'}: {exc}") from None
-        steps.setdefault(row["mode"], []).append(StepRow(**typed))
+        steps.setdefault(row["mode"], []).append(StepRecord(**typed))
     depth: dict[str, list[tuple[float, int]]] = {}
     for row in _csv_rows(path / "buffer.csv", ("mode", "time", "depth")):
         try:
