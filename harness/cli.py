@@ -110,7 +110,9 @@ def _benchmark_table(summary: dict) -> Table:
         extra = []
         if len(values) == 2:
             a, b = values
-            if better == "lower" and b > 0:
+            if better == "lower" and b <= 0.01 * a:
+                extra = ["to ~0"]  # a ratio against almost nothing says nothing
+            elif better == "lower":
                 extra = [f"{a / b:.2f}x lower"]
             elif better == "higher" and a > 0:
                 extra = [f"{b / a:.2f}x higher"]
