@@ -43,7 +43,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -65,9 +65,6 @@ class Limits:
     processes: int = 64
     open_files: int = 256
     output_bytes: int = 64 * 1024  # per stream; beyond it the middle is dropped
-
-    def with_(self, **changes: object) -> Limits:
-        return replace(self, **changes)
 
 
 @dataclass(frozen=True)

@@ -94,8 +94,6 @@ class Rollout:
                     call.result.reward,
                     call.result.outcome,
                 )
-                trajs[i].gym_s += call.service_s
-                trajs[i].queue_s += call.queue_wait_s
                 self.timeline.add(
                     f"gym-{call.worker}", "gym_step", self.timeline.at(call.started_at),
                     self.timeline.at(call.finished_at), version,

@@ -40,9 +40,6 @@ class Trajectory:
     group_id: int
     version: int  # every turn carries this version: weights change only between episodes
     turns: list[Turn] = field(default_factory=list)
-    generate_s: float = 0.0
-    gym_s: float = 0.0
-    queue_s: float = 0.0
 
     @property
     def reward(self) -> float:
