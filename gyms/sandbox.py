@@ -211,7 +211,11 @@ class Sandbox:
         stderr: int | IO[bytes] = subprocess.PIPE,
         shared: Sequence[Path] = (),
     ) -> subprocess.Popen[bytes]:
-        """Start a confined process with piped stdout (long-lived checkers use this directly)."""
+        """Start a confined process with piped stdout (long-lived checkers use this directly).
+
+        bwrap's `--die-with-parent` is bound to the calling *thread*: the sandbox is killed
+        when that thread exits. Start long-lived processes from a thread that outlives them.
+        """
         if not argv:
             raise ValueError("empty command")
         full_env = {

@@ -21,6 +21,8 @@ need ccache "command -v ccache"                         # verilog gym: Verilator
 need g++ "command -v g++"                               # Verilator builds C++...
 need make "command -v make"                             # ...with make
 need chromium "command -v chromium"                     # the browser test of the report pages
+need nodejs "command -v node"                          # lean gym: runs the wasm build of Lean
+need npm "command -v npm"                               # lean gym: fetches that build
 need fonts-dejavu-core "test -d /usr/share/fonts/truetype/dejavu"  # readable text in screenshots
 
 if ((${#missing[@]})); then
@@ -65,4 +67,6 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     fi
     echo "$want" >"$stamp"
 fi
+# The lean gym's wasm Lean (fetched with npm, patched, unpacked; a stamp makes reruns no-ops).
+VENV="$VENV" bash scripts/install-lean-wasm.sh
 say "ready: $VENV/bin/harness"

@@ -1,0 +1,136 @@
+"""One Lean episode: extract the proof, screen it, check it, judge it, explain the verdict.
+
+The episode holds only its task, turn count and `Settings`, so it pickles to gym workers;
+the checkers live in the worker process (one client per process, settings and imports),
+started on first use and reused by every episode there.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from multiprocessing import util
+from typing import Any
+
+from gyms.base import Episode, Outcome, Task, Verdict
+from gyms.lean.acceptance import judge, screen
+from gyms.lean.backends import Backend, BackendUnavailable, NativeBackend, WasmBackend
+from gyms.lean.checker import CheckerPool, ColdChecker, LeanCrashedOnProof
+from gyms.lean.extract import Refusal, extract_proof
+from gyms.lean.protocol import Message, ProtocolError
+from gyms.sandbox import SandboxError
+from gyms.warm import WarmCrash, WarmTimeout
+
+RETRY = " You may try again."
+# Lean's messages can be long (goal states); the model gets this much of each, and this many.
+_MESSAGE_CHARS = 1500
+_MESSAGES = 8
+
+
+@dataclass(frozen=True)
+class Settings:
+    backend: str = "wasm"  # "wasm" or "native"
+    mode: str = "warm"  # "warm" (pool of checkers) or "cold" (a lean process per check)
+    checkers: int = 1  # warm checkers per worker process
+    check_timeout_s: float = 20.0
+    cold_start_s: float = 60.0
+    wasm_dir: str | None = None
+    node: str = "node"
+    repl: str | None = None
+    project: str | None = None
+    lean: str | None = None
+
+    def make_backend(self) -> Backend:
+        if self.backend == "wasm":
+            return WasmBackend(self.wasm_dir, self.node)
+        return NativeBackend(self.repl, self.project, self.lean)
+
+
+# One client per (worker process, settings, imports); a forked child must not use its parent's.
+_clients: dict[tuple[int, Settings, str], CheckerPool | ColdChecker] = {}
+
+
+def client(settings: Settings, imports: str) -> CheckerPool | ColdChecker:
+    key = (os.getpid(), settings, imports)
+    if key not in _clients:
+        backend = settings.make_backend()
+        if settings.mode == "cold":
+            made: CheckerPool | ColdChecker = ColdChecker(backend, imports, settings.cold_start_s)
+        else:
+            made = CheckerPool(backend, imports, settings.checkers)
+        # Runs at exit in the main process and, unlike atexit, in gym worker processes too
+        # (multiprocessing ends them with os._exit): their checkers and work directories go.
+        util.Finalize(None, made.close, exitpriority=10)
+        _clients[key] = made
+    return _clients[key]
+
+
+def split_header(header: str) -> tuple[str, str]:
+    """(imports, the rest): the imports start a checker session, the rest precedes each check."""
+    lines = header.splitlines(keepends=True)
+    cut = 0
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("import "):
+            cut = i + 1
+        elif stripped and not stripped.startswith("--"):
+            break
+    return "".join(lines[:cut]), "".join(lines[cut:])
+
+
+class LeanEpisode(Episode):
+    def __init__(self, task: Task, max_turns: int, settings: Settings) -> None:
+        super().__init__(task, max_turns)
+        self.settings = settings
+
+    def evaluate(self, action: str) -> Verdict:
+        retry = RETRY if self.turn < self.max_turns else ""
+        meta = self.task.metadata
+        found = extract_proof(action, meta["statement"], meta["name"])
+        if isinstance(found, Refusal):
+            return Verdict(0.0, Outcome.FAIL, found.reason + retry, {"stage": "extract"})
+        problems = screen(found.text)
+        if problems:
+            return Verdict(0.0, Outcome.FAIL, _explain(problems, []) + retry, {"stage": "screen", "problems": problems})
+        imports, rest = split_header(meta.get("header", ""))
+        before = f"{rest}{meta['statement']} :=\n"
+        info: dict[str, Any] = {"backend": self.settings.backend, "mode": self.settings.mode}
+        try:
+            checked = client(self.settings, imports).check(
+                before + found.text, meta["name"], self.settings.check_timeout_s
+            )
+        except WarmTimeout:
+            feedback = (
+                f"Lean did not finish checking the proof within {self.settings.check_timeout_s:g} s; it was stopped."
+            )
+            return Verdict(0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "check", "timed_out": True})
+        except LeanCrashedOnProof as exc:
+            feedback = "Lean crashed while checking this proof (it likely ran out of memory)."
+            return Verdict(0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "check", "crash": str(exc)[:2000]})
+        except (WarmCrash, ProtocolError, BackendUnavailable, SandboxError) as exc:
+            return Verdict(0.0, Outcome.ERROR, "internal error: the Lean checker failed", {**info, "error": str(exc)})
+        info.update(check_s=checked.seconds, messages=len(checked.messages))
+        judgement = judge(checked.messages, checked.axioms, checked.axioms_required)
+        if judgement.accepted:
+            return Verdict(1.0, Outcome.PASS, "Proof accepted.", {**info, "stage": "accepted"})
+        feedback = _explain(list(judgement.problems), [m.shifted(before.count("\n")) for m in judgement.errors])
+        return Verdict(
+            0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "judge", "problems": list(judgement.problems)}
+        )
+
+
+def _explain(problems: list[str], errors: list[Message]) -> str:
+    """Feedback for the model; positions count lines of its proof (line 1 is the first)."""
+    text = "The proof was not accepted: " + "; ".join(problems) + "."
+    shown = []
+    for m in errors[:_MESSAGES]:
+        where = f"line {m.line}, column {m.column}" if m.line >= 1 else "at the theorem's statement"
+        data = m.data.strip()
+        if len(data) > _MESSAGE_CHARS:
+            data = data[:_MESSAGE_CHARS] + " [...]"
+        shown.append(f"{where}: {m.severity}: {data}")
+    if shown:
+        text += "\nLean says (lines of your proof):\n" + "\n".join(shown)
+    if len(errors) > _MESSAGES:
+        text += f"\n[{len(errors) - _MESSAGES} more messages]"
+    return text

@@ -1,0 +1,91 @@
+"""Find the proof in a model's answer.
+
+The gym fixes the statement and asks for the proof only. An answer is Lean code (the last
+fenced code block if there is one, else the whole answer) that is either
+* a proof: a term or a `by` block (a leading `:=` is dropped), or
+* the whole theorem, restated: its statement must then match the task's exactly (up to
+  whitespace), and only what follows its `:=` is kept. Anything before the restated
+  theorem is refused: helper lemmas belong inside the proof (`have`), where they cannot
+  change what the statement means.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gyms.lean.acceptance import strip_comments_and_strings
+
+# Longer than any proof a model should write; Lean would spend long seconds on such text.
+MAX_PROOF_CHARS = 20_000
+_FENCE = re.compile(r"```[ \t]*(?:lean4?|Lean4?)?[ \t]*\n(.*?)```", re.DOTALL)
+_DECL = re.compile(r"\b(?:theorem|lemma)\s+(?P<name>[^\s:({\[]+)")
+
+
+@dataclass(frozen=True)
+class Proof:
+    text: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason: str
+
+
+def extract_proof(answer: str, statement: str, name: str) -> Proof | Refusal:
+    """The proof of theorem `name` (whose statement is `statement`, up to `:=`) in `answer`."""
+    blocks = _FENCE.findall(answer)
+    code = (blocks[-1] if blocks else answer).strip()
+    if not code:
+        return Refusal("No proof found. Reply with the proof in a ```lean code block.")
+    declaration = _restated(code, name)
+    if declaration is not None:
+        start, end = declaration
+        if strip_comments_and_strings(code[:start]).strip():
+            return Refusal(
+                "Only the proof of the theorem is checked: put helper lemmas inside it with `have`, "
+                "not before the theorem."
+            )
+        if _normal(code[start:end]) != _normal(statement):
+            return Refusal(
+                "The theorem's statement was changed. Prove it exactly as stated; reply with the proof only."
+            )
+        code = code[end:]
+    code = code.strip()
+    if len(code) > MAX_PROOF_CHARS:
+        return Refusal(f"The proof is {len(code)} characters long; keep it under {MAX_PROOF_CHARS}.")
+    if code.startswith(":="):
+        code = code[2:].strip()
+    if not strip_comments_and_strings(code).strip():
+        return Refusal("The proof is empty. Reply with a term or a `by` block that proves the theorem.")
+    return Proof(code)
+
+
+def _restated(code: str, name: str) -> tuple[int, int] | None:
+    """(start, end) of a restated `theorem name ... :=` header in `code`, `end` after `:=`."""
+    bare = strip_comments_and_strings(code)
+    for match in _DECL.finditer(bare):
+        if match["name"] != name:
+            continue
+        assign = _top_level_assign(bare, match.end())
+        return (match.start(), assign + 2) if assign >= 0 else (match.start(), len(code))
+    return None
+
+
+def _top_level_assign(code: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(code) - 1):
+        char = code[i]
+        if char in "([{⟨":
+            depth += 1
+        elif char in ")]}⟩":
+            depth -= 1
+        elif depth == 0 and code.startswith(":=", i):
+            return i
+    return -1
+
+
+def _normal(text: str) -> str:
+    text = re.sub(r"\s+", " ", strip_comments_and_strings(text)).strip()
+    text = text.removeprefix("lemma ").removesuffix(":=").strip()
+    return text.removeprefix("theorem ").strip()

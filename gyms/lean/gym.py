@@ -1,0 +1,166 @@
+"""The Lean gym: prove a fixed theorem statement; Lean 4 checks the proof.
+
+Options (strings from the command line are accepted), all optional:
+  source           core (default: the built-in tasks), a miniF2F-style .jsonl file, or a
+                   directory of .lean files each ending in `:= by sorry` (these two need
+                   Mathlib: backend=native)
+  backend          wasm (default: the patched npm Lean under node) or native
+  mode             warm (default: a pool of checker processes) or cold (a lean process per check)
+  checkers         warm checkers per gym worker process (default 1; ~1.6 GB each on wasm)
+  check_timeout_s  the longest one proof may take to check (default 20 on wasm, 60 native)
+  max_turns        turns per episode (default 3); failed turns return Lean's errors
+  wasm_dir, node   where the wasm Lean is installed (default: $HEAVYGYM_LEAN_WASM or
+                   /opt/heavygym/lean-wasm), and the node binary
+  repl, project, lean   native backend: the REPL binary, a Lean project (for Mathlib: its
+                   LEAN_PATH comes from `lake env`), the lean binary (cold mode)
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cached_property
+from pathlib import Path
+
+from gyms.base import Candidate, Gym, Task, ToolCheck
+from gyms.lean.episode import LeanEpisode, Settings
+from gyms.lean.tasks import LeanTask, check_split, core_tasks, directory_tasks, minif2f_tasks
+
+BACKENDS = ("wasm", "native")
+MODES = ("warm", "cold")
+CHECK_TIMEOUT_S = {"wasm": 20.0, "native": 60.0}
+COLD_START_S = {"wasm": 60.0, "native": 180.0}
+# Offer the non-terminating candidate on one task in this many: each one costs a check
+# timeout plus a checker restart.
+LOOP_EVERY = 10
+# A proof that runs far past any check timeout: `decide` over 2^24 Boolean cases.
+LOOP_PROOF = """by
+  have h : ∀ a b c d e f g h i j k l m n o p q r s t u v w x : Bool,
+      (a && b && c && d && e && f && g && h && i && j && k && l && m && n && o && p && q && r && s && t && u && v
+        && w && x) = (x && w && v && u && t && s && r && q && p && o && n && m && l && k && j && i && h && g && f
+        && e && d && c && b && a) := by decide
+  exact absurd h (by decide)"""
+
+
+class LeanGym(Gym):
+    name = "lean"
+    version = "0.1.0"
+
+    def __init__(
+        self,
+        source: str = "core",
+        backend: str = "wasm",
+        mode: str = "warm",
+        checkers: int | str = 1,
+        check_timeout_s: float | str | None = None,
+        max_turns: int | str = 3,
+        wasm_dir: str | None = None,
+        node: str = "node",
+        repl: str | None = None,
+        project: str | None = None,
+        lean: str | None = None,
+    ) -> None:
+        self.source = str(source)
+        backend = _choice("backend", backend, BACKENDS)
+        timeout = (
+            CHECK_TIMEOUT_S[backend] if check_timeout_s in (None, "") else _float("check_timeout_s", check_timeout_s)
+        )
+        self.settings = Settings(
+            backend=backend,
+            mode=_choice("mode", mode, MODES),
+            checkers=_int("checkers", checkers, 1),
+            check_timeout_s=timeout,
+            cold_start_s=COLD_START_S[backend],
+            wasm_dir=wasm_dir or None,
+            node=node,
+            repl=repl or None,
+            project=project or None,
+            lean=lean or None,
+        )
+        self.max_turns = _int("max_turns", max_turns, 1)
+        if self.source != "core" and backend == "wasm":
+            raise ValueError(
+                f"source {self.source!r} states theorems over Mathlib, which the wasm Lean does not have: use "
+                "backend=native with repl=/path/to/repl and project=/path/to/a/Lean/project/with/Mathlib"
+            )
+        # The longest step: a check, plus starting a checker (after a crash or a timeout) or a cold lean.
+        start = (
+            self.settings.make_backend().start_timeout_s if self.settings.mode == "warm" else self.settings.cold_start_s
+        )
+        self.step_timeout_s = self.settings.check_timeout_s + start
+
+    @cached_property
+    def _tasks(self) -> list[LeanTask]:
+        if self.source == "core":
+            return core_tasks()
+        path = Path(self.source)
+        if path.is_dir():
+            return directory_tasks(path)
+        if path.is_file():
+            return minif2f_tasks(path)
+        raise FileNotFoundError(
+            f"lean gym source {self.source!r}: use core, a .jsonl file or a directory of .lean files"
+        )
+
+    def tasks(self, split: str = "train") -> list[Task]:
+        check_split(split)
+        return [t.to_task() for t in self._tasks if t.split == split]
+
+    def open(self, task: Task) -> LeanEpisode:
+        if "statement" not in task.metadata:
+            raise ValueError(f"task {task.id!r} has no metadata['statement']; make Lean tasks with LeanGym.tasks()")
+        return LeanEpisode(task, self.max_turns, self.settings)
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        meta = task.metadata
+        statement, name = meta["statement"], meta["name"]
+        found = []
+        if task.reference is not None:
+            found += [
+                Candidate(f"```lean\n{task.reference}\n```", "pass", "reference"),
+                Candidate(f"```lean\n{statement} := {task.reference}\n```", "pass", "restated"),
+            ]
+        found += [Candidate(proof, "fail", "wrong") for proof in meta.get("wrong", [])]
+        found += [
+            Candidate("by\n  sorry", "fail", "sorry"),
+            Candidate("by\n  native_decide", "fail", "native-decide"),
+            Candidate(f"theorem {name} : True := trivial", "fail", "changed-statement"),
+            Candidate(f"axiom cheat : False\n\n{statement} := cheat.elim", "fail", "axiom"),
+        ]
+        index = next((i for i, t in enumerate(self._tasks) if t.id == task.id), 0)
+        if index % LOOP_EVERY == 0:
+            found.append(Candidate(LOOP_PROOF, "timeout", "loop"))
+        return found
+
+    def tools(self) -> list[ToolCheck]:
+        return self.settings.make_backend().tools()
+
+    def describe(self) -> dict[str, str]:
+        described = super().describe()
+        described.update(backend=self.settings.backend, mode=self.settings.mode, source=self.source)
+        return described
+
+
+def _choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
+    if str(value) not in allowed:
+        raise ValueError(f"lean gym option {option}={value!r}: use one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _int(option: str, value: int | str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"lean gym option {option}={value!r} must be a whole number") from None
+    if number < minimum:
+        raise ValueError(f"lean gym option {option}={number} must be at least {minimum}")
+    return number
+
+
+def _float(option: str, value: float | str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"lean gym option {option}={value!r} must be a number of seconds") from None
+    if number <= 0:
+        raise ValueError(f"lean gym option {option}={number} must be positive")
+    return number

@@ -1,0 +1,112 @@
+"""The checker protocol: the command mode of the Lean community REPL, as JSON.
+
+A request is a JSON object followed by a blank line: `{"cmd": "<Lean text>"}` starts a session
+(the text's header imports), `{"cmd": "...", "env": N}` elaborates more text in environment
+N. The answer is a JSON object (possibly spread over lines) followed by a blank line:
+`{"env": M, "messages": [{"severity", "pos": {"line", "column"}, "endPos", "data"}]}`, or
+`{"message": "..."}` when the request could not be served. Lines are 1-based, columns 0-based
+(as Lean prints them). `lean --json FILE` prints the same message objects, one per line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_SEVERITIES = {"error": "error", "warning": "warning", "info": "info", "information": "info", "trace": "info"}
+# The output of `#print axioms NAME` (Lean 4).
+_DEPENDS = re.compile(r"^'(?P<name>[^']+)' depends on axioms: \[(?P<axioms>.*)\]\s*$", re.DOTALL)
+_NO_AXIOMS = re.compile(r"^'(?P<name>[^']+)' does not depend on any axioms\s*$")
+
+
+class ProtocolError(RuntimeError):
+    """The checker answered something that is not a protocol message."""
+
+
+@dataclass(frozen=True)
+class Message:
+    severity: str  # "error", "warning" or "info"
+    line: int
+    column: int
+    data: str
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def shifted(self, lines: int) -> Message:
+        """The message with its lines moved up by `lines` (text was prepended to the user's)."""
+        end = None if self.end_line is None else self.end_line - lines
+        return Message(self.severity, self.line - lines, self.column, self.data, end, self.end_column)
+
+    def render(self) -> str:
+        return f"{self.line}:{self.column}: {self.severity}: {self.data.strip()}"
+
+
+@dataclass(frozen=True)
+class Axiom:
+    name: str
+    imported: bool | None = None  # None: the checker does not say (`#print axioms`)
+
+
+@dataclass(frozen=True)
+class Reply:
+    env: int | None
+    messages: tuple[Message, ...]
+
+
+def encode(payload: Mapping[str, Any]) -> bytes:
+    """One request: compact JSON (no blank line inside) and the blank line that ends it."""
+    return json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+def decode(obj: Mapping[str, Any]) -> Reply:
+    if "message" in obj and "env" not in obj:
+        raise ProtocolError(f"the checker refused the request: {obj['message']}")
+    env = obj.get("env")
+    return Reply(env if isinstance(env, int) else None, tuple(message(m) for m in obj.get("messages") or ()))
+
+
+def message(obj: Mapping[str, Any]) -> Message:
+    pos = obj.get("pos") or {}
+    end = obj.get("endPos") or {}
+    return Message(
+        severity=_SEVERITIES.get(str(obj.get("severity")), "info"),
+        line=int(pos.get("line", 0)),
+        column=int(pos.get("column", 0)),
+        data=str(obj.get("data", "")),
+        end_line=end.get("line"),
+        end_column=end.get("column"),
+    )
+
+
+def json_lines(text: str) -> list[Message]:
+    """The messages of `lean --json FILE`: one JSON object per line, other lines ignored."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(message(json.loads(line)))
+            except (ValueError, TypeError):
+                continue
+    return found
+
+
+def axioms_from_messages(messages: Iterable[Message], name: str) -> tuple[list[Axiom] | None, list[Message]]:
+    """Split the answer of `#print axioms name` from the other messages.
+
+    Returns (axioms, rest); axioms is None when no such answer is among the messages.
+    """
+    axioms: list[Axiom] | None = None
+    rest = []
+    for m in messages:
+        depends = _DEPENDS.match(m.data.strip()) if m.severity == "info" else None
+        none = _NO_AXIOMS.match(m.data.strip()) if m.severity == "info" else None
+        if depends and depends["name"] == name:
+            axioms = [Axiom(a.strip()) for a in depends["axioms"].split(",") if a.strip()]
+        elif none and none["name"] == name:
+            axioms = []
+        else:
+            rest.append(m)
+    return axioms, rest

@@ -1,0 +1,108 @@
+"""One sandboxed checker process that speaks the REPL protocol (`gyms.lean.protocol`).
+
+A `gyms.warm.SandboxedPipe` with the REPL's framing: an answer is a JSON object that may span
+lines, ended by a blank line, and there is no `{"ready": true}` greeting: starting a checker
+means sending it the session's header and waiting for the environment that comes back. A
+request that gets no answer in time kills the process (`WarmTimeout`); a dead or garbled one
+raises `WarmCrash`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gyms.lean.protocol import ProtocolError, Reply, decode, encode
+from gyms.sandbox import Limits, Sandbox
+from gyms.warm import WARM_CPU_S, SandboxedPipe, WarmCrash, WarmTimeout
+
+# node runs a dozen threads (V8, libuv, emscripten's pthread pool) and each counts as a process.
+_THREADS = 512
+# Lean opens its .olean files one by one, and node keeps a few descriptors of its own.
+_OPEN_FILES = 4096
+
+
+class ReplProcess(SandboxedPipe):
+    """A checker process with its session header loaded."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        header: str,
+        *,
+        name: str = "lean",
+        env: Mapping[str, str] | None = None,
+        files: Mapping[str, str] | None = None,
+        start_timeout_s: float = 180.0,
+        sandbox: Sandbox | None = None,
+    ) -> None:
+        # No address-space limit: V8 reserves far more address space than it uses.
+        limits = Limits(
+            cpu_s=WARM_CPU_S, memory_mb=None, wall_s=float("inf"), processes=_THREADS, open_files=_OPEN_FILES
+        )
+        super().__init__(argv, name, limits, env=env, files=files, sandbox=sandbox)
+        self.header = header
+        self.start_timeout_s = start_timeout_s
+        self.checks = 0  # requests answered by the current process
+        self.base_env: int | None = None  # the environment of the session header
+
+    @property
+    def alive(self) -> bool:
+        return self.running and self.base_env is not None
+
+    def start(self) -> None:
+        """Start a fresh process and load the session header (raises WarmCrash)."""
+        self._launch()
+        self.checks = 0
+        try:
+            reply = decode(self._exchange(encode({"cmd": self.header}), self.start_timeout_s))
+        except WarmTimeout as exc:
+            raise WarmCrash(f"{self.name} checker did not load its header within {self.start_timeout_s:.0f} s") from exc
+        except ProtocolError as exc:
+            self._crashed(f"loading the header failed: {exc}")
+        errors = [m.render() for m in reply.messages if m.severity == "error"]
+        if errors or reply.env is None:
+            self._crashed("the session header does not elaborate:\n" + "\n".join(errors))
+        self.base_env = reply.env
+
+    def command(self, text: str, timeout_s: float) -> Reply:
+        """Elaborate `text` in the header's environment (raises ProtocolError if refused)."""
+        if not self.alive:
+            self._crashed("the process is not running")
+        return decode(self.request({"cmd": text, "env": self.base_env}, timeout_s))
+
+    def request(self, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        """One raw request to the running process."""
+        if self._proc is None:
+            raise WarmCrash(f"{self.name} checker is not running")
+        answer = self._exchange(encode(payload), timeout_s)
+        self.checks += 1
+        return answer
+
+    def close(self) -> None:
+        self.base_env = None
+        super().close()
+
+    def _take_reply(self) -> dict[str, Any] | None:
+        while b"\n\n" in self._buffer:
+            block, self._buffer = self._buffer.split(b"\n\n", 1)
+            answer = _json_in(block)
+            if answer is not None:
+                return answer
+        return None
+
+
+def _json_in(block: bytes) -> dict[str, Any] | None:
+    """The JSON object in one blank-line-delimited block, skipping lines of other output
+    before it (some REPL builds print progress lines to stdout)."""
+    lines = block.decode(errors="replace").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("{"):
+            try:
+                found = json.loads("\n".join(lines[i:]))
+            except ValueError:
+                continue
+            if isinstance(found, dict):
+                return found
+    return None

@@ -1,0 +1,170 @@
+"""The checker client and pool, driven by a fake REPL (a Python script speaking the protocol),
+so that framing, timeouts, crashes, restarts and health checks are tested in seconds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from gyms.lean.backends import Launch
+from gyms.lean.checker import CheckerPool, LeanCrashedOnProof, default_pool_size
+from gyms.lean.protocol import Axiom, Message, ProtocolError
+from gyms.lean.repl import ReplProcess
+from gyms.warm import WarmCrash, WarmTimeout
+
+FAKE_REPL = r"""
+import json, sys, time
+env = 0
+
+def answer(obj):
+    # Progress noise as some REPL builds print it, then pretty JSON and the blank line.
+    print("Processing incremental state [pos: 0..9]:\n{ not json", flush=True)
+    print(json.dumps(obj, indent=1) + "\n", flush=True)
+
+lines = []
+for line in sys.stdin:
+    if line.strip():
+        lines.append(line)
+        continue
+    if not lines:
+        continue
+    request, lines = json.loads("".join(lines)), []
+    if "axioms" in request:
+        answer({"axioms": [{"name": "propext", "imported": True}]})
+        continue
+    cmd = request["cmd"]
+    if "sleep" in cmd:
+        time.sleep(600)
+    if "exit" in cmd:
+        sys.exit(3)
+    if "refuse" in cmd:
+        answer({"message": "Lean error: refused"})
+        continue
+    messages = []
+    if "error" in cmd:
+        messages.append({"severity": "error", "pos": {"line": 1, "column": 2}, "endPos": None, "data": "boom"})
+    if "#print axioms t" in cmd:
+        info = "'t' depends on axioms: [propext]"
+        messages.append({"severity": "info", "pos": {"line": 3, "column": 0}, "data": info})
+    answer({"env": env, "messages": messages})
+    env += 1
+"""
+
+
+class FakeBackend:
+    name = "fake"
+    start_timeout_s = 20.0
+    checker_memory_gb = 0.05
+
+    def __init__(self, axioms_by_request: bool = True, recycle_after: int | None = None) -> None:
+        self.axioms_by_request = axioms_by_request
+        self.recycle_after = recycle_after
+
+    def warm(self) -> Launch:
+        return Launch([sys.executable, "-I", "fake_repl.py"], files={"fake_repl.py": FAKE_REPL})
+
+
+@pytest.fixture
+def pool():
+    made = CheckerPool(FakeBackend(), header="", size=1)  # type: ignore[arg-type]
+    yield made
+    made.close()
+
+
+def test_answers_are_found_among_noise_and_environments_count_up() -> None:
+    proc = ReplProcess([sys.executable, "-I", "fake_repl.py"], "", files={"fake_repl.py": FAKE_REPL})
+    try:
+        proc.start()
+        assert proc.base_env == 0
+        first, second = proc.command("ok", 10), proc.command("error", 10)
+        assert first.env == 1 and first.messages == ()
+        assert second.messages == (Message("error", 1, 2, "boom"),)
+        assert proc.starts == 1
+    finally:
+        proc.close()
+
+
+def test_a_header_with_errors_is_a_failed_start() -> None:
+    proc = ReplProcess([sys.executable, "-I", "fake_repl.py"], "error", files={"fake_repl.py": FAKE_REPL})
+    with pytest.raises(WarmCrash, match="does not elaborate"):
+        proc.start()
+
+
+def test_the_wasm_style_checker_lists_axioms_by_request(pool: CheckerPool) -> None:
+    checked = pool.check("theorem t : True := trivial", "t", 10)
+    assert checked.axioms == (Axiom("propext", True),) and checked.axioms_required
+
+
+def test_the_native_style_checker_lists_axioms_with_print_axioms() -> None:
+    native = CheckerPool(FakeBackend(axioms_by_request=False), header="", size=1)  # type: ignore[arg-type]
+    try:
+        checked = native.check("theorem t : True := trivial", "t", 10)
+        assert checked.axioms == (Axiom("propext"),) and checked.messages == ()
+    finally:
+        native.close()
+
+
+def test_a_stuck_check_is_killed_in_time_and_the_checker_restarts(pool: CheckerPool) -> None:
+    pool.warm_up()
+    started = time.monotonic()
+    with pytest.raises(WarmTimeout):
+        pool.check("sleep", "t", 1.0)
+    assert time.monotonic() - started < 5
+    assert pool.check("ok", "t", 10).messages == ()
+    assert pool.starts == 2
+
+
+def test_a_refused_request_leaves_the_checker_in_the_pool(pool: CheckerPool) -> None:
+    with pytest.raises(ProtocolError, match="refused"):
+        pool.check("refuse", "t", 10)
+    assert pool.check("ok", "t", 10).messages == ()
+    assert pool.starts == 1
+
+
+def test_a_text_that_crashes_the_checker_twice_is_blamed(pool: CheckerPool) -> None:
+    with pytest.raises(LeanCrashedOnProof):
+        pool.check("exit", "t", 10)
+    assert pool.check("ok", "t", 10).messages == ()
+
+
+def test_a_checker_killed_between_checks_is_replaced_transparently(pool: CheckerPool) -> None:
+    pool.warm_up()
+    checker = pool._idle.queue[0]
+    os.killpg(checker._proc.pid, signal.SIGKILL)  # as the OOM killer would
+    checker._proc.wait()
+    assert pool.check("ok", "t", 10).messages == ()
+    assert pool.starts == 2
+
+
+def test_a_checker_started_for_a_short_lived_thread_outlives_it(pool: CheckerPool) -> None:
+    # bwrap --die-with-parent kills a sandbox when the thread that started it ends.
+    thread = threading.Thread(target=pool.warm_up)
+    thread.start()
+    thread.join()
+    time.sleep(0.5)
+    assert pool.check("ok", "t", 10).messages == ()
+    assert pool.starts == 1
+
+
+def test_health_check_and_recycling() -> None:
+    recycling = CheckerPool(FakeBackend(recycle_after=2), header="", size=2)  # type: ignore[arg-type]
+    try:
+        reports = recycling.health(timeout_s=10)
+        assert [r.ok for r in reports] == [True, True]
+        for _ in range(4):
+            recycling.check("ok", "t", 10)
+        recycling.warm_up()  # waits for the restarts that recycling started
+        assert recycling.starts > 2
+    finally:
+        recycling.close()
+
+
+def test_the_default_pool_fits_cores_and_memory() -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert 1 <= default_pool_size(1.6) <= cores
+    assert default_pool_size(10**6) == 1  # never less than one checker
