@@ -1,37 +1,49 @@
-"""GymPool: N worker processes that step episodes, fed from one queue.
+"""Gym pools: N worker slots that step episodes, fed from one queue.
 
 `submit(episode, action)` returns a future of a `StepCall`: the episode after the step, its
-`StepResult`, and the call's queue wait and service time. The episode is pickled to a worker
-process, stepped on that process's main thread (checkers such as math-verify rely on signals),
-and sent back. A worker that dies or overruns the host timeout is killed and replaced, and
-its call ends as an `error` outcome; the pool keeps serving.
+`StepResult`, and the call's queue wait and service time. The episode is pickled to a worker,
+stepped on that worker's main thread (checkers such as math-verify rely on signals), and sent
+back. A worker that dies or overruns the host timeout is killed and replaced, and its call
+ends as an `error` outcome; the pool keeps serving.
+
+`SlotPool` holds what every executor shares: the queue, one thread per slot, the accounting,
+replacement, and where each slot's worker runs. `GymPool` runs the workers as local
+processes; `gyms.ray_pool.RayGymPool` runs them as Ray actors across a cluster.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
 import signal
+import socket
 import threading
 import time
 import traceback
+import weakref
+from abc import ABC, abstractmethod
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from typing import Any, Generic, Self, TypeVar
 
 from gyms.base import Episode, Outcome, StepResult
 
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
 _HOST_MARGIN = 1.5
 _HOST_SLACK_S = 5.0
-_START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 60.0
 # Workers that die at start-up this many times in a row mean a broken set-up, not bad luck.
 _MAX_FAILED_STARTS = 3
 
 
 class GymPoolBroken(RuntimeError):
-    """Gym worker processes cannot start; every call would fail."""
+    """Gym workers cannot start; every call would fail."""
+
+
+class WorkerStartFailed(Exception):
+    """One attempt to start a worker failed; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -60,33 +72,101 @@ class PoolStats:
     busy_s: list[float] = field(default_factory=list)  # service seconds per worker slot
 
 
+@dataclass(frozen=True)
+class Placement:
+    """From `since` (time.monotonic()) until its next placement, slot `slot`'s worker runs on `node`."""
+
+    slot: int
+    node: str
+    since: float
+
+
 @dataclass
-class _Job:
+class Job:
     episode: Episode
     action: str
     future: Future[StepCall]
     submitted_at: float
+    home: str | None = None  # the node of the episode's previous step, where its files are
 
 
 def default_workers() -> int:
     return len(os.sched_getaffinity(0))
 
 
-class GymPool:
-    def __init__(self, workers: int | None = None, step_timeout_s: float = 10.0) -> None:
-        self.workers = workers or default_workers()
-        if self.workers < 1:
-            raise ValueError(f"a gym pool needs at least one worker, got {self.workers}")
+class _Jobs:
+    """The queue. An episode's next step waits for a worker on its home node (its work directory
+    is there) while that node has a worker; otherwise any worker takes it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queued: deque[Job] = deque()
+        self._nodes: dict[int, str] = {}  # slot -> node of its current worker
+        self._closed = False
+
+    def put(self, job: Job) -> None:
+        with self._cond:
+            if self._closed:
+                job.future.cancel()
+                return
+            self._queued.append(job)
+            self._cond.notify_all()
+
+    def place(self, slot: int, node: str) -> None:
+        with self._cond:
+            self._nodes[slot] = node
+            self._cond.notify_all()  # jobs whose home node lost its last worker may run elsewhere now
+
+    def unplace(self, slot: int) -> None:
+        """The slot's worker died: it no longer keeps its node's episodes waiting for it."""
+        with self._cond:
+            self._nodes.pop(slot, None)
+            self._cond.notify_all()
+
+    def take(self, node: str | None) -> Job | None:
+        """The oldest job a worker on `node` may run (any job for None); None once closed."""
+        with self._cond:
+            while not self._closed:
+                live = set(self._nodes.values())
+                for job in self._queued:
+                    if node is None or job.home in (None, node) or job.home not in live:
+                        self._queued.remove(job)
+                        return job
+                self._cond.wait()
+            return None
+
+    def close(self) -> list[Job]:
+        """Stop handing out jobs; returns the ones still queued."""
+        with self._cond:
+            self._closed = True
+            left = list(self._queued)
+            self._queued.clear()
+            self._cond.notify_all()
+            return left
+
+
+W = TypeVar("W")
+
+
+class SlotPool(ABC, Generic[W]):
+    """`workers` slots, each owning one worker of type W that it starts, calls and replaces."""
+
+    def __init__(self, workers: int, step_timeout_s: float) -> None:
+        if workers < 1:
+            raise ValueError(f"a gym pool needs at least one worker, got {workers}")
+        self.workers = workers
         self.host_timeout_s = step_timeout_s * _HOST_MARGIN + _HOST_SLACK_S
-        self.stats = PoolStats(busy_s=[0.0] * self.workers)
-        self._ctx = mp.get_context("spawn")  # the parent runs threads: never fork it
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self.stats = PoolStats(busy_s=[0.0] * workers)
+        self.placements: list[Placement] = []
+        self.broken: GymPoolBroken | None = None
+        self._jobs = _Jobs()
+        # Episodes between turns -> the node that holds their files. Weak: finished episodes vanish.
+        self._homes: weakref.WeakKeyDictionary[Episode, str] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._closed = False
-        self.broken: GymPoolBroken | None = None
         self._threads = [
             threading.Thread(target=self._serve, args=(slot,), name=f"gym-worker-{slot}", daemon=True)
-            for slot in range(self.workers)
+            for slot in range(workers)
         ]
         for thread in self._threads:
             thread.start()
@@ -97,7 +177,9 @@ class GymPool:
         if self.broken is not None:
             raise self.broken
         future: Future[StepCall] = Future()
-        self._jobs.put(_Job(episode, action, future, time.monotonic()))
+        with self._lock:
+            home = _pop(self._homes, episode)
+        self._jobs.put(Job(episode, action, future, time.monotonic(), home))
         return future
 
     def step(self, episode: Episode, action: str) -> StepCall:
@@ -109,54 +191,65 @@ class GymPool:
         if self._closed:
             return
         self._closed = True
-        while True:
-            try:
-                job = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job.future.cancel()
-        for _ in self._threads:
-            self._jobs.put(None)
+        for job in self._jobs.close():
+            job.future.cancel()
         for thread in self._threads:
             thread.join()
 
-    def __enter__(self) -> GymPool:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- one thread per worker process ------------------------------------------------------
+    # -- what an executor provides -----------------------------------------------------------
 
-    def _spawn(self) -> tuple[mp.process.BaseProcess, Connection]:
-        """Start a worker and wait for its hello; raise GymPoolBroken after repeated failures."""
+    @abstractmethod
+    def _start(self) -> tuple[W, str]:
+        """Start one worker and wait until it is ready; returns it and the node it runs on.
+        Raises `WorkerStartFailed`."""
+
+    @abstractmethod
+    def _call(self, worker: W, job: Job) -> tuple[Episode, StepResult, bool]:
+        """Run one job; returns (episode, result, whether the worker must be replaced)."""
+
+    @abstractmethod
+    def _stop(self, worker: W) -> None:
+        """Stop a worker, dead or alive."""
+
+    # -- one thread per slot ----------------------------------------------------------------
+
+    def _spawn(self, slot: int) -> tuple[W, str] | None:
+        """Start the slot's worker (None if the pool closed meanwhile); GymPoolBroken after
+        repeated failures."""
+        why = ""
         for _ in range(_MAX_FAILED_STARTS):
-            parent_end, child_end = self._ctx.Pipe()
-            proc = self._ctx.Process(target=_worker_main, args=(child_end,), daemon=True)
-            proc.start()
-            child_end.close()
+            if self._closed:
+                return None
             try:
-                if parent_end.poll(_START_TIMEOUT_S) and parent_end.recv() == "ready":
-                    return proc, parent_end
-            except (EOFError, OSError):
-                pass
-            _stop(proc, parent_end)
-        raise GymPoolBroken(
-            f"gym worker processes exit at start-up (last exit code {proc.exitcode}); "
-            "the error they printed is above"
-        )
+                worker, node = self._start()
+            except WorkerStartFailed as exc:
+                why = str(exc)
+                continue
+            with self._lock:
+                self.placements.append(Placement(slot, node, time.monotonic()))
+            self._jobs.place(slot, node)
+            return worker, node
+        if self._closed:
+            return None
+        raise GymPoolBroken(f"gym workers failed to start {_MAX_FAILED_STARTS} times in a row: {why}")
 
     def _serve(self, slot: int) -> None:
         try:
-            proc, conn = self._spawn()
+            spawned = self._spawn(slot)
         except GymPoolBroken as exc:
             self._fail_all(exc)
             return
         try:
-            while (job := self._jobs.get()) is not None:
+            while spawned is not None and (job := self._jobs.take(spawned[1])) is not None:
+                worker, node = spawned
                 started = time.monotonic()
-                episode, result, dead = self._call(proc, conn, job)
+                episode, result, dead = self._call(worker, job)
                 finished = time.monotonic()
                 with self._lock:
                     self.stats.calls += 1
@@ -165,49 +258,61 @@ class GymPool:
                         self.stats.errors += 1
                     if dead:
                         self.stats.restarts += 1
+                    if not result.done:
+                        _remember(self._homes, episode, node)
                 job.future.set_result(StepCall(episode, result, slot, job.submitted_at, started, finished))
                 if dead:
-                    _stop(proc, conn)
-                    try:
-                        proc, conn = self._spawn()
-                    except GymPoolBroken as exc:
-                        self._fail_all(exc)
-                        return
+                    spawned = None
+                    self._jobs.unplace(slot)
+                    self._stop(worker)
+                    spawned = self._spawn(slot)
+        except GymPoolBroken as exc:
+            self._fail_all(exc)
         finally:
-            _stop(proc, conn)
+            if spawned is not None:
+                self._stop(spawned[0])
 
     def _fail_all(self, exc: GymPoolBroken) -> None:
         """This slot cannot serve: fail its queue share, and every later call, with `exc`."""
         self.broken = exc
-        while (job := self._jobs.get()) is not None:
+        while (job := self._jobs.take(None)) is not None:
             job.future.set_exception(exc)
 
-    def _call(
-        self, proc: mp.process.BaseProcess, conn: Connection, job: _Job
-    ) -> tuple[Episode, StepResult, bool]:
-        """Run one job; returns (episode, result, whether the worker must be replaced)."""
-        try:
-            conn.send((job.episode, job.action))
-        except (BrokenPipeError, EOFError, OSError):
-            return *_failed(job, f"gym worker (pid {proc.pid}) was gone"), True
-        except Exception as exc:  # pickling: the gym's episode is not picklable
-            return *_failed(job, f"the episode could not be sent to a worker: {exc!r}"), False
-        if not conn.poll(self.host_timeout_s):
-            return *_failed(job, f"host timeout: no answer from the gym worker in {self.host_timeout_s:.0f} s"), True
-        try:
-            reply = conn.recv()
-        except (EOFError, OSError):
-            proc.join(timeout=1)
-            return *_failed(job, f"gym worker died during the step (exit code {proc.exitcode})"), True
-        except Exception as exc:
-            return *_failed(job, f"the worker's answer could not be read: {exc!r}"), False
-        if reply[0] == "raised":
-            last_line = reply[1].strip().splitlines()[-1]
-            return *_failed(job, f"the gym raised during the step: {last_line}", detail=reply[1]), False
-        return reply[1], reply[2], False
+
+def _pop(homes: weakref.WeakKeyDictionary[Episode, str], episode: Episode) -> str | None:
+    try:
+        return homes.pop(episode, None)
+    except TypeError:  # an unhashable episode (a dataclass with eq): no home, any worker
+        return None
 
 
-def _failed(job: _Job, why: str, detail: str = "") -> tuple[Episode, StepResult]:
+def _remember(homes: weakref.WeakKeyDictionary[Episode, str], episode: Episode, node: str) -> None:
+    try:
+        homes[episode] = node
+    except TypeError:
+        pass
+
+
+# -- both sides of a step, shared by the executors -----------------------------------------------
+
+
+def step_here(episode: Episode, action: str) -> tuple[Any, ...]:
+    """Worker side: ("ok", episode, result), or ("raised", traceback) when the gym raised."""
+    try:
+        return "ok", episode, episode.step(action)
+    except Exception:
+        return "raised", traceback.format_exc(limit=20)
+
+
+def answer(job: Job, reply: tuple[Any, ...]) -> tuple[Episode, StepResult]:
+    """Caller side: a worker's reply as (episode, result)."""
+    if reply[0] == "raised":
+        last_line = reply[1].strip().splitlines()[-1]
+        return failed(job, f"the gym raised during the step: {last_line}", detail=reply[1])
+    return reply[1], reply[2]
+
+
+def failed(job: Job, why: str, detail: str = "") -> tuple[Episode, StepResult]:
     """An infrastructure error: the episode ends, and the step counts as an `error`."""
     episode = job.episode
     episode.turn += 1
@@ -223,29 +328,70 @@ def _failed(job: _Job, why: str, detail: str = "") -> tuple[Episode, StepResult]
     return episode, result
 
 
-def _stop(proc: mp.process.BaseProcess, conn: Connection) -> None:
-    try:
-        conn.send(None)
-    except Exception:
-        pass
-    proc.join(timeout=2)
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
-    conn.close()
+# -- the local executor: worker processes on this machine ----------------------------------------
+
+_Process = tuple[mp.process.BaseProcess, Connection]
+
+
+class GymPool(SlotPool[_Process]):
+    def __init__(self, workers: int | None = None, step_timeout_s: float = 10.0) -> None:
+        self._ctx = mp.get_context("spawn")  # the parent runs threads: never fork it
+        self._node = socket.gethostname()
+        super().__init__(workers or default_workers(), step_timeout_s)
+
+    def _start(self) -> tuple[_Process, str]:
+        parent_end, child_end = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_worker_main, args=(child_end,), daemon=True)
+        proc.start()
+        child_end.close()
+        try:
+            if parent_end.poll(START_TIMEOUT_S) and parent_end.recv() == "ready":
+                return (proc, parent_end), self._node
+        except (EOFError, OSError):
+            pass
+        self._stop((proc, parent_end))
+        raise WorkerStartFailed(
+            f"the worker process exited at start-up (exit code {proc.exitcode}); the error it printed is above"
+        )
+
+    def _call(self, worker: _Process, job: Job) -> tuple[Episode, StepResult, bool]:
+        proc, conn = worker
+        try:
+            conn.send((job.episode, job.action))
+        except (BrokenPipeError, EOFError, OSError):
+            return *failed(job, f"gym worker (pid {proc.pid}) was gone"), True
+        except Exception as exc:  # pickling: the gym's episode is not picklable
+            return *failed(job, f"the episode could not be sent to a worker: {exc!r}"), False
+        if not conn.poll(self.host_timeout_s):
+            return *failed(job, f"host timeout: no answer from the gym worker in {self.host_timeout_s:.0f} s"), True
+        try:
+            reply = conn.recv()
+        except (EOFError, OSError):
+            proc.join(timeout=1)
+            return *failed(job, f"gym worker died during the step (exit code {proc.exitcode})"), True
+        except Exception as exc:
+            return *failed(job, f"the worker's answer could not be read: {exc!r}"), False
+        return *answer(job, reply), False
+
+    def _stop(self, worker: _Process) -> None:
+        proc, conn = worker
+        try:
+            conn.send(None)
+        except Exception:
+            pass
+        proc.join(timeout=2)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        conn.close()
 
 
 def _worker_main(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     conn.send("ready")
     while (message := conn.recv()) is not None:
-        episode, action = message
+        reply = step_here(*message)
         try:
-            result = episode.step(action)
-        except Exception:
-            conn.send(("raised", traceback.format_exc(limit=20)))
-            continue
-        try:
-            conn.send(("ok", episode, result))
+            conn.send(reply)
         except Exception:  # the gym's episode or result does not pickle
             conn.send(("raised", traceback.format_exc(limit=20)))

@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from gyms import make
-from gyms.pool import GymPool
-from harness import record
+from gyms.executors import make_pool
+from harness import costcard, record
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
 from trainer.policies import make_policy
@@ -31,6 +31,8 @@ class BenchmarkSpec:
     group_size: int = 4
     max_staleness: int = 1
     seed: int = 0
+    executor: str = "local"  # where gym workers run: local or ray (gyms/executors.py)
+    ray_address: str | None = None
 
 
 def run_benchmark(
@@ -42,17 +44,18 @@ def run_benchmark(
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
     gym = make(spec.gym, **spec.gym_options)
     profile = load_profile(spec.profile)
-    run_dir = record.new_run_dir(gym.name, results_root)
-    summary: dict[str, Any] = {
-        "run_id": run_dir.name,
-        "gym": gym.name,
-        "spec": asdict(spec),
-        "git": record.git_commit(),
-        "hardware": record.hardware(),
-        "tools": {**gym.describe(), **record.package_versions()},
-        "modes": {},
-    }
-    with GymPool(spec.gym_workers, step_timeout_s=gym.step_timeout_s) as pool:
+    pool = make_pool(spec.executor, spec.gym, spec.gym_options, spec.gym_workers, gym.step_timeout_s, spec.ray_address)
+    with pool:  # the pool first: one that cannot start leaves no empty run directory behind
+        run_dir = record.new_run_dir(gym.name, results_root)
+        summary: dict[str, Any] = {
+            "run_id": run_dir.name,
+            "gym": gym.name,
+            "spec": asdict(spec),
+            "git": record.git_commit(),
+            "hardware": record.hardware(),
+            "tools": {**gym.describe(), **record.package_versions()},
+            "modes": {},
+        }
         summary["gym_workers"] = pool.workers
         for mode in spec.modes:
             policy = make_policy(spec.policy, gym, profile, spec.seed)
@@ -72,4 +75,5 @@ def run_benchmark(
     if {"sync", "async"} <= set(summary["modes"]):
         summary["comparison"] = compare(summary["modes"]["sync"], summary["modes"]["async"])
     record.write_summary(run_dir / "summary.json", summary)
+    costcard.write_run_card(run_dir, gym)  # card.json: the gym's measured costs, for harness plan and simulate
     return summary, run_dir

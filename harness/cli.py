@@ -135,6 +135,42 @@ def _benchmark_table(summary: dict) -> Table:
     return table
 
 
+@gyms_app.command("profile")
+def gyms_profile(
+    name: str,
+    limit: Annotated[Optional[int], typer.Option(help="Profile only the first K tasks.")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="Gym pool size (default: core count).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Card path (default: RESULTS/cards/NAME.json).")] = None,
+    results: Annotated[Path, typer.Option(help="The results root (for the default --out).")] = Path("results"),
+    gym_option: GymOptions = None,
+) -> None:
+    """Measure a gym's cost card: every replay candidate once through a gym pool, weighted to the
+    replay policy's action mix. `harness plan` and `harness simulate` read RESULTS/cards/NAME.json."""
+    from harness import costcard, gymprofile
+
+    gym = make(name, **parse_options(gym_option))
+    card = gymprofile.measure(gym, limit=limit, workers=workers)
+    path = out or results / costcard.CARDS / f"{gym.name}.json"
+    costcard.save(card, path)
+    for line in costcard.describe(card):
+        console.print(line)
+    console.print(f"written: {path}")
+
+
+def _nodes_table(summary: dict) -> Table:
+    """Gym utilisation per node, so a user sees where to add capacity."""
+    modes = summary["modes"]
+    table = Table(f"gym node ({summary['spec'].get('executor', 'local')})", *(f"{m} utilisation" for m in modes))
+    nodes = sorted({node for m in modes.values() for node in m["gym_utilisation_by_node"]})
+    for node in nodes:
+        cells = []
+        for m in modes.values():
+            n = m["gym_utilisation_by_node"].get(node)
+            cells.append(f"{n['utilisation']:.1%} of {n['workers']:.1f} workers" if n else "-")
+        table.add_row(node, *cells)
+    return table
+
+
 @app.command()
 def benchmark(
     gym: Annotated[str, typer.Option(help="Gym name (harness gyms list) or module:Class.")] = "verilog",
@@ -148,6 +184,10 @@ def benchmark(
     max_staleness: Annotated[int, typer.Option(min=0, help="Async: how many versions a sample may lag.")] = 1,
     seed: int = 0,
     gym_option: GymOptions = None,
+    executor: Annotated[str, typer.Option(help="Where gym workers run: local, or ray (docs/ray.md).")] = "local",
+    ray_address: Annotated[
+        Optional[str], typer.Option(help="With --executor ray: a cluster's HOST:PORT (default: start Ray here).")
+    ] = None,
     results: Annotated[Path, typer.Option(help="Where results/runs/<run-id>/ is written.")] = Path("results"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
@@ -158,7 +198,7 @@ def benchmark(
     spec = BenchmarkSpec(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
-        max_staleness=max_staleness, seed=seed,
+        max_staleness=max_staleness, seed=seed, executor=executor, ray_address=ray_address,
     )  # fmt: skip
 
     def progress(mode_name: str, s: StepRecord) -> None:
@@ -178,6 +218,7 @@ def benchmark(
     stages = f"emulated: {summary['profile']['name']}" if summary["emulated"] else "measured"
     console.print(f"\n[bold]{summary['gym']}[/] · policy {summary['policy']['policy']} ({stages})")
     console.print(_benchmark_table(summary))
+    console.print(_nodes_table(summary))
     if "comparison" in summary:
         c = summary["comparison"]
         console.print(
@@ -244,6 +285,103 @@ def calibrate(
         f"{profile.train_s_per_token * 1e3:.3f} ms/token, update_weights {profile.update_weights_s:.3f} s"
     )
     console.print(f"written: {out} (use it with harness benchmark --profile {out})")
+
+
+@app.command()
+def simulate(
+    replay: Annotated[Optional[str], typer.Option(help="Re-simulate this run (id or directory) from its own "
+                                                    "measurements; prints predicted vs measured.")] = None,
+    gym: Annotated[Optional[str], typer.Option(help="Gym whose cost card to use (found as harness plan finds it).")] = None,
+    card: Annotated[Optional[Path], typer.Option(help="A cost card JSON (harness gyms profile).")] = None,
+    profile: Annotated[str, typer.Option(help="Hardware profile: a name or a JSON file.")] = "h100-qwen3-4b",
+    mode: Annotated[str, typer.Option(help="both, sync or async.")] = "both",
+    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps; the first is warm-up (default 10).")] = None,
+    duration_s: Annotated[Optional[float], typer.Option(help="Simulated seconds to run instead of --steps.")] = None,
+    batch: Annotated[int, typer.Option(help="Prompts (groups) per optimizer step.")] = 4,
+    group: Annotated[int, typer.Option(help="Samples per prompt.")] = 4,
+    max_staleness: Annotated[int, typer.Option(help="Async: how many versions a sample may lag.")] = 1,
+    gym_workers: Annotated[Optional[int], typer.Option(help="Gym workers in all (default: core count).")] = None,
+    engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time).")] = 1,
+    trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
+    repeats: Annotated[int, typer.Option(help="--replay: simulations averaged (seeds SEED, SEED+1, ...).")] = 100,
+    seed: int = 0,
+    results: Annotated[Path, typer.Option(help="The results root that holds runs/ and cards/.")] = Path("results"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    markdown: Annotated[bool, typer.Option(help="--replay: print the run's row of docs/simulate.md's table.")] = False,
+) -> None:
+    """Simulate the sync and async pipelines (discrete events, the trainer's rules) in seconds."""
+    from gyms.pool import default_workers
+    from harness import simulate as sim
+    from harness.sim.pipeline import SimConfig
+
+    if replay is not None:
+        fidelity = sim.replay(replay, results, repeats, seed)
+        if markdown:
+            print(sim.MARKDOWN_HEADER, sim.fidelity_row(fidelity), sep="\n")
+            return
+        if as_json:
+            print(json.dumps(fidelity.to_json(), indent=2))
+            return
+        console.print(f"[bold]{fidelity.gym}[/] run {fidelity.run_id}: predicted (mean ± sd of {repeats} "
+                      "simulations from the run's own spans) vs measured")  # fmt: skip
+        console.print(sim.fidelity_table(fidelity))
+        console.print(sim.fidelity_line(fidelity))
+        return
+    modes = {"both": ("sync", "async"), "sync": ("sync",), "async": ("async",)}.get(mode)
+    if modes is None:
+        raise ValueError(f"--mode is both, sync or async, got {mode!r}")
+    config = SimConfig(
+        steps=steps if steps is not None else (10 if duration_s is None else 2**62), duration_s=duration_s,
+        batch_groups=batch, group_size=group, max_staleness=max_staleness, engines=engines, trainers=trainers,
+        gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed,
+    )  # fmt: skip
+    summary = sim.simulate_gym(gym, card, profile, config, modes, results)
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    console.print(f"[bold]{summary['gym']}[/] simulated: card {summary['card_from']}; stages {summary['stages']}")
+    console.print(sim.summary_table(summary))
+    if "comparison" in summary:
+        c = summary["comparison"]
+        console.print(f"speedup [bold]{c['speedup']:.2f}x[/]; trainer idle ratio {c['trainer_idle_ratio_sync']:.1%}"
+                      f" -> {c['trainer_idle_ratio_async']:.1%}")  # fmt: skip
+
+
+@app.command()
+def plan(
+    gym: Annotated[str, typer.Option(help="The gym to plan for.")],
+    accelerators: Annotated[int, typer.Option(help="Accelerators per node (half generate, half train).")],
+    cores_per_node: Annotated[int, typer.Option(help="CPU cores per node (gym workers are at most this).")],
+    nodes: Annotated[int, typer.Option(help="Nodes.")] = 1,
+    card: Annotated[Optional[Path], typer.Option(help="Cost card JSON. Default: RESULTS/cards/GYM.json "
+                                                 "(harness gyms profile GYM), else the newest run of GYM under "
+                                                 "RESULTS/runs/, else an error.")] = None,
+    profile: Annotated[str, typer.Option(help="Hardware profile: a name or a JSON file.")] = "h100-qwen3-4b",
+    batch: Annotated[Optional[int], typer.Option(help="Groups per step (default: 4 per rollout engine).")] = None,
+    group: Annotated[int, typer.Option(help="Samples per prompt.")] = 4,
+    target_idle: Annotated[float, typer.Option(help="Highest acceptable async trainer idle ratio.")] = 0.05,
+    max_staleness_limit: Annotated[int, typer.Option(help="Largest max_staleness to consider.")] = 4,
+    steps: Annotated[int, typer.Option(help="Simulated steps per candidate.")] = 40,
+    seed: int = 0,
+    results: Annotated[Path, typer.Option(help="The results root that holds runs/ and cards/.")] = Path("results"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Recommend gym workers per node, max staleness and buffer depth, by simulation, with the
+    predicted idle ratio and speedup and the sizing rule's answer beside it."""
+    from harness import plan as planner
+    from harness.costcard import find_card
+    from harness.sim.stages import from_profile
+    from trainer.policies.profiles import load_profile
+
+    cluster = planner.Cluster(nodes, accelerators, cores_per_node)
+    cost, where = find_card(gym, results, card)
+    stages = from_profile(load_profile(profile))
+    result = planner.plan(cost, stages, cluster, batch, group, target_idle, max_staleness_limit, steps, seed)
+    if as_json:
+        print(json.dumps(planner.to_json(result, where, stages.source), indent=2, sort_keys=True))
+        return
+    for line in planner.render(result, where, stages.source):
+        console.print(line, soft_wrap=True, markup=False, style="yellow" if line.startswith("warning") else None)
 
 
 def main() -> None:

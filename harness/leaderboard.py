@@ -181,6 +181,8 @@ def configuration(s: dict[str, Any]) -> str:
         f"batch {spec.get('batch_groups', '?')} x group {spec.get('group_size', '?')}, "
         f"max_staleness {spec.get('max_staleness', '?')}, {s.get('gym_workers', '?')} gym workers"
     )
+    if spec.get("executor", "local") != "local":  # runs older than the executor field ran locally
+        text += f" on {spec['executor']}"
     options = spec.get("gym_options") or {}
     return text + "".join(f", {k}={v}" for k, v in sorted(options.items()))
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 
 import pytest
+from recording_policy import RecordingReplay
 from toy_gyms import ToyGym
 
 from gyms import Candidate, Task
@@ -25,16 +25,6 @@ class MultiTurnGym(ToyGym):
         return [Candidate("pass", "pass", "reference"), Candidate("sleep:0.02", "fail", "slow-wrong")]
 
 
-class RecordingReplay(ReplayPolicy):
-    """Keeps every group it trains on, so the test can inspect versions."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.trained: list[tuple[int, Group]] = []
-
-    def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
-        self.trained += [(self.version, g) for g in groups]
-        return super().train_step(groups)
 
 
 # Small but non-zero stage times, so rollout and training overlap in async mode.

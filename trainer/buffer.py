@@ -50,6 +50,12 @@ class PipelineFailure(RuntimeError):
 ERRORED_STREAK_LIMIT = 8
 
 
+def admits(started: int, wasted: int, trainer_version: int, max_staleness: int, batch_groups: int) -> bool:
+    """The admission rule: may one more group start? The real buffer and the simulator
+    (harness/sim/) both ask this one function, so the rule lives in one place."""
+    return started - wasted < (trainer_version + max_staleness + 1) * batch_groups
+
+
 class ReadyBuffer:
     def __init__(self, batch_groups: int, group_size: int, max_staleness: int) -> None:
         if max_staleness < 0:
@@ -73,7 +79,9 @@ class ReadyBuffer:
     def admit(self) -> None:
         """Block until a new group may start; raises `Stopped` when the run ends."""
         with self._cond:
-            while not self._stopping and self._started - self._wasted >= self._allowed():
+            while not self._stopping and not admits(
+                self._started, self._wasted, self._trainer_version, self.max_staleness, self.batch_groups
+            ):
                 self._cond.wait()
             if self._stopping or self._failure:
                 raise Stopped
@@ -160,6 +168,3 @@ class ReadyBuffer:
         with self._cond:
             self.accounting.buffered = sum(len(g.trajectories) for g in self._ready)
             return self.accounting
-
-    def _allowed(self) -> int:
-        return (self._trainer_version + self.max_staleness + 1) * self.batch_groups

@@ -18,6 +18,40 @@ def busy_in(spans: Sequence[Span], start: float, end: float) -> float:
     return sum(max(0.0, min(s.end, end) - max(s.start, start)) for s in spans)
 
 
+def node_utilisation(result: RunResult, gym_spans: Sequence[Span], start: float, end: float) -> dict[str, dict]:
+    """Per node: gym worker-seconds there, busy seconds, and utilisation inside [start, end].
+
+    A slot's worker counts towards the node of its latest placement (its first one before
+    that), so the nodes' worker-seconds add up to workers x window, and a one-node run's
+    utilisation equals `gym_utilisation`. Empty when the pool reported no placements.
+    """
+    history: dict[int, list[tuple[float, str]]] = {}
+    for p in result.placements:
+        history.setdefault(p.slot, []).append((result.timeline.at(p.since), p.node))
+    worker_s: dict[str, float] = {}
+    for placed in history.values():
+        placed.sort()
+        for i, (since, node) in enumerate(placed):
+            lo = start if i == 0 else max(since, start)
+            hi = end if i == len(placed) - 1 else min(placed[i + 1][0], end)
+            worker_s[node] = worker_s.get(node, 0.0) + max(0.0, hi - lo)
+    busy = dict.fromkeys(worker_s, 0.0)
+    for span in gym_spans:
+        placed = history.get(int(span.resource.removeprefix("gym-")))
+        if placed:
+            node = next((n for since, n in reversed(placed) if since <= span.start), placed[0][1])
+            busy[node] += busy_in([span], start, end)
+    window = max(end - start, 1e-9)
+    return {
+        node: {
+            "workers": worker_s[node] / window,
+            "busy_s": busy[node],
+            "utilisation": busy[node] / max(worker_s[node], 1e-9),
+        }
+        for node in sorted(worker_s)
+    }
+
+
 def lag1_autocorrelation(xs: Sequence[float]) -> float | None:
     if len(xs) < 3:
         return None
@@ -73,6 +107,7 @@ def summarize(result: RunResult) -> dict:
         "trainer_idle_ratio": sum(s.train_wait for s in measured) / max(sum(step_times), 1e-9),
         "rollout_idle_ratio": 1 - busy_in(generate, start, end) / window,
         "gym_utilisation": gym_busy / (result.pool_workers * window),
+        "gym_utilisation_by_node": node_utilisation(result, gym_spans, start, end),
         "samples_per_s": sum(s.trajectories for s in measured) / window,
         "reward_mean": statistics.fmean(s.reward_mean for s in measured),
         "pass_rate": statistics.fmean(s.pass_rate for s in measured),

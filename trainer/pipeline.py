@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gyms import Gym
-from gyms.pool import GymPool
+from gyms.pool import Placement, SlotPool
 from trainer.buffer import Accounting, ReadyBuffer
 from trainer.policies.base import Policy
 from trainer.rollout import Rollout, TaskSampler
@@ -77,12 +77,13 @@ class RunResult:
     depth_series: list[tuple[float, int]]
     pool_workers: int
     wall: float
+    placements: list[Placement] = field(default_factory=list)  # where each gym worker ran, over time
 
 
 def run(
     gym: Gym,
     policy: Policy,
-    pool: GymPool,
+    pool: SlotPool,
     config: RunConfig,
     on_step: Callable[[StepRecord], None] | None = None,
 ) -> RunResult:
@@ -93,6 +94,8 @@ def run(
     rollout = Rollout(
         gym, pool, policy, buffer, timeline, tasks, config.group_size, threading.Lock(), depth_series
     )
+    # Rollout workers are threads beside the trainer under every executor: they only coordinate
+    # (generation runs on the engine, gym steps in the pool, which is what scales out).
     workers = [
         threading.Thread(target=rollout.worker, name=f"rollout-{i}", daemon=True) for i in range(config.workers)
     ]
@@ -123,8 +126,9 @@ def run(
         for w in workers:
             w.join()
     return RunResult(
-        config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers, previous_end
-    )
+        config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers,
+        previous_end, list(pool.placements),
+    )  # fmt: skip
 
 
 def _record(step, end, step_time, timeline, groups, depth, stats) -> StepRecord:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from gyms import Episode, Gym, Outcome, Task
-from gyms.pool import GymPool, StepCall
+from gyms.pool import SlotPool, StepCall
 from trainer.buffer import ReadyBuffer, Stopped
 from trainer.losses import group_advantages
 from trainer.policies.base import Policy
@@ -44,7 +44,7 @@ class TaskSampler:
 @dataclass
 class Rollout:
     gym: Gym
-    pool: GymPool
+    pool: SlotPool  # any executor's pool (gyms/executors.py)
     policy: Policy
     buffer: ReadyBuffer
     timeline: Timeline

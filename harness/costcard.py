@@ -1,0 +1,212 @@
+"""Cost cards: what one gym step costs, as the simulator and the planner need it.
+
+A card holds the service-time distribution of one gym step (equally likely values), the turns an
+episode takes, timeout and error rates, CPU seconds and peak memory per call, and the gym's
+tool versions. Cards come from two places:
+
+* `harness.gymprofile.measure` (`harness gyms profile NAME`): every replay candidate of each
+  task through a GymPool, weighted to the replay policy's action mix.
+* `from_run`: a benchmark run's own gym_step spans (`harness benchmark` writes card.json;
+  older runs are derived on demand).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gyms import Gym, make
+from gyms.registry import UnknownGymError, registered
+from harness.rundir import Run, load_run, load_summary
+from harness.sim.distribution import Distribution
+from trainer.timeline import Span
+
+CARDS = Path("cards")  # under the results root: where `harness gyms profile` writes by default
+
+
+@dataclass(frozen=True)
+class CostCard:
+    gym: str
+    source: str  # "profile" or "run RUN-ID"
+    tools: dict[str, str]
+    service_s: Distribution  # one gym step, under the replay policy's action mix
+    turns: tuple[float, ...]  # turns[i]: probability that an episode takes i + 1 turns
+    error_rate: float  # per call
+    timeout_rate: float | None  # per call; None where the source cannot tell (a run's spans)
+    workers: int  # gym pool size during the measurement
+    calls: int
+    cpu_s_per_call: float | None = None  # profile only: gym processes and their sandboxes
+    peak_rss_mb: float | None = None  # profile only: the largest gym process (an upper bound)
+    by_expect: dict[str, Distribution] = field(default_factory=dict)  # profile only: pass/fail/timeout
+    # A worker's first calls also start its checker (seconds, for Lean): paid once per worker,
+    # so warm-up calls are kept out of service_s, which the simulator draws every call from.
+    warmup_max_s: float | None = None
+
+    @property
+    def mean_turns(self) -> float:
+        return sum((i + 1) * p for i, p in enumerate(self.turns))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gym": self.gym, "source": self.source, "tools": self.tools, "service_s": self.service_s.to_json(),
+            "turns": list(self.turns), "mean_turns": self.mean_turns, "error_rate": self.error_rate,
+            "timeout_rate": self.timeout_rate, "workers": self.workers, "calls": self.calls,
+            "cpu_s_per_call": self.cpu_s_per_call, "peak_rss_mb": self.peak_rss_mb,
+            "by_expect": {k: d.to_json() for k, d in self.by_expect.items()}, "warmup_max_s": self.warmup_max_s,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CostCard:
+        turns = tuple(float(p) for p in data["turns"])
+        if not turns or abs(sum(turns) - 1) > 1e-6 or min(turns) < 0:
+            raise ValueError("turns must be probabilities that sum to 1")
+        return cls(
+            gym=str(data["gym"]), source=str(data["source"]), tools=dict(data["tools"]),
+            service_s=Distribution.from_json(data["service_s"]), turns=turns,
+            error_rate=float(data["error_rate"]), timeout_rate=data["timeout_rate"], workers=int(data["workers"]),
+            calls=int(data["calls"]), cpu_s_per_call=data.get("cpu_s_per_call"),
+            peak_rss_mb=data.get("peak_rss_mb"),
+            by_expect={k: Distribution.from_json(d) for k, d in data.get("by_expect", {}).items()},
+            warmup_max_s=data.get("warmup_max_s"),
+        )  # fmt: skip
+
+
+def save(card: CostCard, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+
+
+def load(path: Path) -> CostCard:
+    try:
+        return CostCard.from_json(json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise ValueError(f"no cost card at {path}: write one with `harness gyms profile GYM --out {path}`") from None
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path} is not a cost card ({type(exc).__name__}: {exc})") from None
+
+
+# -- episode turns ---------------------------------------------------------------------------
+
+
+def turn_pmf(end_chance: float, max_turns: int) -> tuple[float, ...]:
+    """Turns of an episode that ends at each turn with `end_chance` (a pass), else at max_turns."""
+    pmf = [(1 - end_chance) ** t * end_chance for t in range(max_turns - 1)]
+    return (*pmf, (1 - end_chance) ** (max_turns - 1))
+
+
+def fit_turns(mean: float, max_turns: int) -> tuple[float, ...]:
+    """The turn_pmf with this mean (bisection: the mean falls as the end chance rises)."""
+    mean = min(max(mean, 1.0), float(max_turns))
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if sum((t + 1) * p for t, p in enumerate(turn_pmf(mid, max_turns))) > mean:
+            low = mid
+        else:
+            high = mid
+    return turn_pmf((low + high) / 2, max_turns)
+
+
+# -- cards from runs -------------------------------------------------------------------------
+
+
+def from_run(run: Run, gym: Gym | None = None) -> CostCard:
+    """A card from a run's gym_step spans, every mode together, the warm-up step's apart.
+    The spans say how long a step took, not why, so the timeout rate is unknown. Turns: the
+    mean is measured (gym steps per trajectory that ran); the shape is the turn_pmf with the
+    gym's max_turns."""
+    warmup, rest = _warmup_calls(run)
+    spans = warmup + rest
+    if not rest:
+        raise ValueError(f"run {run.run_id} has too few gym_step spans to build a cost card from")
+    accounts = [m["accounting"] for m in run.summary["modes"].values()]
+    ran = sum(a["generated"] - a["abandoned"] for a in accounts)
+    gym = gym or _gym_of(run)
+    mean_turns = len(spans) / max(ran, 1)
+    max_turns = gym.max_turns if gym is not None else max(1, round(mean_turns + 0.5))
+    return CostCard(
+        gym=run.summary["gym"], source=f"run {run.run_id}", tools=dict(run.summary["tools"]),
+        service_s=Distribution.of([s.duration for s in rest]), turns=fit_turns(mean_turns, max_turns),
+        error_rate=sum(a["errored"] for a in accounts) / len(spans), timeout_rate=None,
+        workers=int(run.summary.get("gym_workers") or 1), calls=len(spans),
+        warmup_max_s=max((s.duration for s in warmup), default=None),
+    )  # fmt: skip
+
+
+def _warmup_calls(run: Run) -> tuple[list[Span], list[Span]]:
+    """The gym_step spans that start in the first mode's warm-up step (the modes share one pool,
+    which starts its checkers then), and the rest."""
+    first_mode = run.modes[0]
+    warm_from = run.steps[first_mode][0].end
+    warmup, rest = [], []
+    for mode in run.modes:
+        for span in (s for s in run.spans[mode] if s.kind == "gym_step"):
+            (warmup if mode == first_mode and span.start < warm_from else rest).append(span)
+    return warmup, rest
+
+
+def _gym_of(run: Run) -> Gym | None:
+    """The run's gym with its options, for max_turns; None where it is not installed here."""
+    try:
+        return make(run.summary["gym"], **run.summary["spec"].get("gym_options", {}))
+    except Exception:  # an uninstalled or broken gym: fall back to the measured mean alone
+        return None
+
+
+def write_run_card(run_dir: Path, gym: Gym) -> None:
+    """card.json beside a finished run's records."""
+    save(from_run(load_run(run_dir), gym), run_dir / "card.json")
+
+
+def run_card(run_dir: Path) -> CostCard:
+    """A run's card.json, or one derived from its spans (runs from before card.json)."""
+    file = run_dir / "card.json"
+    return load(file) if file.is_file() else from_run(load_run(run_dir))
+
+
+def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[CostCard, str]:
+    """The card the planner and the simulator use, and where it came from: --card if given;
+    else RESULTS/cards/GYM.json (`harness gyms profile` writes it); else the newest run of the
+    gym under RESULTS/runs/ (its card.json, or one derived from its spans)."""
+    if card is not None:
+        return load(card), str(card)
+    profiled = results_root / CARDS / f"{gym}.json"
+    if profiled.is_file():
+        return load(profiled), str(profiled)
+    runs = results_root / "runs"
+    for run_dir in sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True) if runs.is_dir() else []:
+        try:
+            if load_summary(run_dir)["gym"] == gym:
+                stored = (run_dir / "card.json").is_file()
+                return run_card(run_dir), f"{run_dir} ({'card.json' if stored else 'derived from its spans'})"
+        except ValueError:
+            continue  # a broken run is skipped here; the leaderboard reports it
+    if gym not in registered():
+        raise UnknownGymError(gym, list(registered()))
+    raise ValueError(
+        f"no cost card for gym {gym!r}: no {profiled} and no run of it under {runs}; "
+        f"run `harness gyms profile {gym}` (or `harness benchmark --gym {gym}`), or pass --card PATH"
+    )
+
+
+def describe(card: CostCard) -> list[str]:
+    """The card in a few lines, for the terminal."""
+    s = card.service_s
+
+    def maybe(value: float | None, fmt: str) -> str:
+        return "unknown" if value is None else format(value, fmt)
+
+    return [
+        f"{card.gym} cost card ({card.source}, {card.calls} calls on {card.workers} workers): "
+        + ", ".join(f"{k}={v}" for k, v in card.tools.items()),
+        f"service time per step (replay mix): mean {s.mean:.3f} s, p50 {s.p50:.3f}, p95 {s.p95:.3f}, "
+        f"p99 {s.p99:.3f}, max {s.max:.3f}",
+        *(f"  {kind} candidates: mean {d.mean:.3f} s, p95 {d.p95:.3f}, max {d.max:.3f} ({d.count} calls)"
+          for kind, d in card.by_expect.items()),  # fmt: skip
+        f"turns per episode: mean {card.mean_turns:.2f} ({', '.join(f'{p:.2f}' for p in card.turns)} for 1, 2, ...)",
+        f"timeout rate {maybe(card.timeout_rate, '.1%')}, error rate {card.error_rate:.1%}, CPU "
+        f"{maybe(card.cpu_s_per_call, '.3f')} s per call, peak memory {maybe(card.peak_rss_mb, '.0f')} MB, "
+        f"longest warm-up call {maybe(card.warmup_max_s, '.2f')} s (checkers starting)",
+    ]

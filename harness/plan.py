@@ -1,0 +1,223 @@
+"""`harness plan`: gym workers per node, max staleness and buffer depth for a cluster.
+
+How accelerators become pipeline parts (the mapping the simulator is given):
+* Half the accelerators (at least one) are rollout engines, one engine each, generating at the
+  profile's rate; the rest are data-parallel trainer replicas, which share the per-token
+  training time of a batch (perfect scaling: an optimistic assumption).
+* The batch defaults to 4 groups per engine, the benchmark's 4 x 4 per engine, so each
+  engine and trainer replica sees the profile's reference load.
+* The gym workers of every node serve one FIFO queue (a shared queue or a balancer).
+
+The search: for max_staleness 1, 2, ... the fewest gym workers per node whose simulated async
+trainer idle ratio is at or under the target; the first staleness that reaches it wins, since
+staler samples cost learning and cores cost little. Beside it, the queueing rule's answer:
+n >= 1.3 x lambda x E[S], with lambda the gym calls per second when the accelerators set the pace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.costcard import CostCard
+from harness.sim.pipeline import SimConfig
+from harness.sim.stages import Stages
+from harness.simulate import simulate_modes
+
+HEADROOM = 1.3  # the design's rule: utilisation rho = lambda E[S] / n stays near 1 / 1.3
+GROUPS_PER_ENGINE = 4
+
+
+@dataclass(frozen=True)
+class Cluster:
+    nodes: int
+    accelerators_per_node: int
+    cores_per_node: int
+
+    def __post_init__(self) -> None:
+        for flag, value in (("--nodes", self.nodes), ("--accelerators", self.accelerators_per_node),
+                            ("--cores-per-node", self.cores_per_node)):  # fmt: skip
+            if value < 1:
+                raise ValueError(f"{flag} must be at least 1, got {value}")
+        if self.accelerators < 2:
+            raise ValueError("the plan needs at least 2 accelerators: one to generate, one to train")
+
+    @property
+    def accelerators(self) -> int:
+        return self.nodes * self.accelerators_per_node
+
+    @property
+    def engines(self) -> int:
+        return max(1, self.accelerators // 2)
+
+    @property
+    def trainers(self) -> int:
+        return self.accelerators - self.engines
+
+
+@dataclass(frozen=True)
+class SizingRule:
+    gym_calls_per_step: float
+    step_time_s: float  # when the accelerators set the pace: max(generation, training) per step
+    arrival_per_s: float  # lambda
+    service_mean_s: float  # E[S]
+    workers: int  # ceil(1.3 x lambda x E[S]), over the whole cluster
+    per_node: int
+
+
+def sizing_rule(card: CostCard, stages: Stages, cluster: Cluster, batch: int, group: int) -> SizingRule:
+    turns = batch * group * card.mean_turns
+    generate = (turns * stages.response_s.mean + batch * card.mean_turns * stages.generate_call_s) / cluster.engines
+    train = (stages.train_fixed_s.mean + stages.update_weights_s.mean
+             + stages.train_turn_s * turns * (1 - card.error_rate) / cluster.trainers)  # fmt: skip
+    step = max(generate, train)
+    arrival = turns / step
+    workers = max(1, math.ceil(HEADROOM * arrival * card.service_s.mean))
+    return SizingRule(turns, step, arrival, card.service_s.mean, workers, math.ceil(workers / cluster.nodes))
+
+
+@dataclass(frozen=True)
+class Plan:
+    cluster: Cluster
+    batch_groups: int
+    group_size: int
+    target_idle: float
+    rule: SizingRule
+    workers_per_node: int
+    max_staleness: int
+    reached: bool  # the simulated idle ratio is at or under the target
+    summary: dict[str, Any]  # simulate_modes at the recommendation, sync and async
+    tried: list[tuple[int, int, float]]  # (max_staleness, workers per node, async idle ratio)
+    warnings: list[str]
+
+    @property
+    def buffer_groups(self) -> int:
+        """Groups in flight or ready at most: what admission lets start, (max_staleness + 1) x batch."""
+        return (self.max_staleness + 1) * self.batch_groups
+
+
+def plan(
+    card: CostCard,
+    stages: Stages,
+    cluster: Cluster,
+    batch_groups: int | None = None,
+    group_size: int = 4,
+    target_idle: float = 0.05,
+    staleness_limit: int = 4,
+    steps: int = 40,
+    seed: int = 0,
+) -> Plan:
+    if not 0 < target_idle < 1:
+        raise ValueError(f"--target-idle is a ratio in (0, 1), got {target_idle}")
+    if staleness_limit < 1:
+        raise ValueError(f"--max-staleness-limit must be at least 1, got {staleness_limit}")
+    batch = GROUPS_PER_ENGINE * cluster.engines if batch_groups is None else batch_groups
+    base = SimConfig(mode="async", steps=steps, batch_groups=batch, group_size=group_size,
+                     engines=cluster.engines, trainers=cluster.trainers, seed=seed)  # fmt: skip
+    tried: dict[tuple[int, int], float] = {}
+
+    def idle(staleness: int, per_node: int) -> float:
+        key = staleness, per_node
+        if key not in tried:
+            config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
+            tried[key] = simulate_modes(card, stages, config, ("async",))["modes"]["async"]["trainer_idle_ratio"]
+        return tried[key]
+
+    choice = None
+    for staleness in range(1, staleness_limit + 1):
+        if idle(staleness, cluster.cores_per_node) <= target_idle:
+            choice = (staleness, _fewest(lambda n, s=staleness: idle(s, n) <= target_idle, cluster.cores_per_node))
+            break
+    reached = choice is not None
+    if choice is None:  # the target is out of reach: the best there is, with every core
+        best = min(range(1, staleness_limit + 1), key=lambda s: (idle(s, cluster.cores_per_node), s))
+        choice = best, cluster.cores_per_node
+    staleness, per_node = choice
+    config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
+    summary = simulate_modes(card, stages, config, ("sync", "async"))
+    rule = sizing_rule(card, stages, cluster, batch, group_size)
+    result = Plan(cluster, batch, group_size, target_idle, rule, per_node, staleness, reached, summary,
+                  sorted((s, n, i) for (s, n), i in tried.items()), [])  # fmt: skip
+    result.warnings.extend(_warnings(result))
+    return result
+
+
+def _fewest(good: Callable[[int], bool], most: int) -> int:
+    """The smallest n in [1, most] with good(n), given good(most) (bisection; more workers help)."""
+    low, high = 1, most
+    while low < high:
+        mid = (low + high) // 2
+        if good(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return high
+
+
+def _warnings(p: Plan) -> list[str]:
+    found = []
+    figures = p.summary["modes"]["async"]
+    stage = figures["stage_per_step"]
+    if stage["generate"] > stage["train"]:
+        found.append(
+            f"rollout is slower than training (generation {stage['generate']:.2f} s vs training "
+            f"{stage['train']:.2f} s per step): the trainer waits every step and step times can alternate "
+            f"long/short (the depth-1 pipeline bubble; simulated: {figures['oscillation']}). Give generation "
+            "more accelerators or a faster profile, or generate less per step (--group, --batch); a larger "
+            "max_staleness hides it only at the cost of staler samples."
+        )
+    if p.rule.per_node > p.cluster.cores_per_node:
+        found.append(
+            f"the sizing rule asks for {p.rule.per_node} gym workers per node but a node has "
+            f"{p.cluster.cores_per_node} cores: add nodes or CPU-only gym nodes, or make the gym cheaper."
+        )
+    if not p.reached:
+        found.append(
+            f"no max_staleness up to {max(s for s, _, _ in p.tried)} brings the simulated idle ratio under "
+            f"{p.target_idle:.0%}, even with every core a gym worker; the plan is the best found."
+        )
+    return found
+
+
+def render(p: Plan, card_from: str, stages_from: str) -> list[str]:
+    """The plan in lines of text, for the terminal."""
+    c, r, sync, async_ = p.cluster, p.rule, p.summary["modes"]["sync"], p.summary["modes"]["async"]
+    rho = r.arrival_per_s * r.service_mean_s / (p.workers_per_node * c.nodes)
+    lines = [
+        f"card: {card_from}",
+        f"stages: {stages_from}",
+        f"cluster: {c.nodes} node(s) x {c.accelerators_per_node} accelerators x {c.cores_per_node} cores -> "
+        f"{c.engines} rollout engine(s), {c.trainers} trainer replica(s); batch {p.batch_groups} groups x "
+        f"{p.group_size}",
+        f"sizing rule: lambda = {r.arrival_per_s:.1f} gym calls/s (step {r.step_time_s:.2f} s set by the "
+        f"accelerators), E[S] = {r.service_mean_s:.3f} s -> n >= {HEADROOM} x lambda x E[S] = "
+        f"{HEADROOM * r.arrival_per_s * r.service_mean_s:.1f}: {r.workers} gym workers in all, {r.per_node} per node",
+        f"simulated: {p.workers_per_node} gym workers per node, max_staleness {p.max_staleness} "
+        f"(rho = {rho:.2f}); target idle ratio {p.target_idle:.0%} {'reached' if p.reached else 'NOT reached'}",
+        f"buffer depth: {p.buffer_groups} groups ((max_staleness + 1) x batch may be in flight or ready); "
+        f"ready queue at a take: mean {async_['ready_depth_mean']:.1f}, max {async_['ready_depth_max']}",
+        f"predicted trainer idle ratio: async {async_['trainer_idle_ratio']:.1%}, sync "
+        f"{sync['trainer_idle_ratio']:.1%}; step time async {async_['step_time_mean']:.2f} s, sync "
+        f"{sync['step_time_mean']:.2f} s; speedup {p.summary['comparison']['speedup']:.2f}x; "
+        f"{async_['samples_per_s']:.1f} samples/s",
+    ]
+    for staleness, per_node, idle in p.tried:
+        if staleness < p.max_staleness and per_node == c.cores_per_node:
+            lines.append(f"rejected: max_staleness {staleness} leaves the trainer idle {idle:.1%} even with "
+                         f"{per_node} gym workers per node")  # fmt: skip
+    return lines + [f"warning: {w}" for w in p.warnings]
+
+
+def to_json(p: Plan, card_from: str, stages_from: str) -> dict[str, Any]:
+    return {
+        "card": card_from, "stages": stages_from, "cluster": {
+            "nodes": p.cluster.nodes, "accelerators_per_node": p.cluster.accelerators_per_node,
+            "cores_per_node": p.cluster.cores_per_node, "engines": p.cluster.engines, "trainers": p.cluster.trainers},
+        "batch_groups": p.batch_groups, "group_size": p.group_size, "target_idle": p.target_idle,
+        "sizing_rule": vars(p.rule), "workers_per_node": p.workers_per_node, "max_staleness": p.max_staleness,
+        "buffer_groups": p.buffer_groups, "reached": p.reached, "simulated": p.summary,
+        "tried": [{"max_staleness": s, "workers_per_node": n, "trainer_idle_ratio": i} for s, n, i in p.tried],
+        "warnings": p.warnings,
+    }  # fmt: skip

@@ -1,0 +1,273 @@
+"""The pipeline as a discrete-event simulation, with trainer/'s rules.
+
+* Admission: `trainer.buffer.admits`, the real buffer's rule, with `rollout_workers` workers
+  (by default batch_groups x (max_staleness + 1), as RunConfig). Sync is max_staleness 0.
+* A group pins the trainer's version when it starts. Its episodes take turns from the card;
+  each round generates the turns still open in one call, on the first free rollout engine
+  (one engine serialises calls, as rollout.py's engine_lock), then steps them all in the gym
+  pool (a FIFO queue of n workers), and waits for the last before the next round.
+* The trainer takes groups in completion order, drops those staler than max_staleness (they
+  count as wasted for admission), trains on batch_groups groups, publishes the next version.
+
+Events: a generation call ends, a gym round ends, a training step ends. Queue waits need no
+events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from heapq import heappop, heappush
+from itertools import islice
+
+import numpy as np
+
+from harness.costcard import CostCard
+from harness.sim.queue import Servers
+from harness.sim.stages import Stages
+from trainer.buffer import ERRORED_STREAK_LIMIT, Accounting, admits
+from trainer.pipeline import RunConfig, RunResult, StepRecord
+from trainer.timeline import Timeline
+
+GENERATED, ROUND_DONE, TRAINED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    mode: str = "async"
+    steps: int = 10  # optimizer steps, the first one warm-up (as a benchmark)
+    batch_groups: int = 4
+    group_size: int = 4
+    max_staleness: int = 1  # async only; sync is 0
+    gym_workers: int = 2
+    engines: int = 1  # rollout engines: each runs one generation call at a time
+    trainers: int = 1  # data-parallel trainer replicas: they share the per-turn training time
+    rollout_workers: int | None = None
+    duration_s: float | None = None  # else stop at the first step that ends after this time
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        RunConfig(self.mode, self.steps, self.batch_groups, self.group_size, self.max_staleness)  # same checks
+        if self.steps < 2:
+            raise ValueError("steps must be at least 2: the first step is warm-up")
+        for name in ("gym_workers", "engines", "trainers", "rollout_workers"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise ValueError(f"--duration-s must be positive, got {self.duration_s}")
+
+    def run_config(self, steps: int) -> RunConfig:
+        return RunConfig(self.mode, steps, self.batch_groups, self.group_size, self.max_staleness,
+                         self.rollout_workers, self.seed)  # fmt: skip
+
+
+class _Group:
+    __slots__ = ("version", "rounds", "round", "trainable", "errored", "turns")
+
+    def __init__(self, version: int, rounds: list[int], trainable: int, errored: int, turns: int) -> None:
+        self.version = version
+        self.rounds = rounds  # episodes still open in each round
+        self.round = 0
+        self.trainable = trainable
+        self.errored = errored
+        self.turns = turns  # turns of the trainable trajectories
+
+
+def simulate(card: CostCard, stages: Stages, config: SimConfig) -> RunResult:
+    """One simulated run; the result reads like a real one (trainer.metrics.summarize)."""
+    return _Simulation(card, stages, config).run()
+
+
+class _Simulation:
+    def __init__(self, card: CostCard, stages: Stages, config: SimConfig) -> None:
+        self.card, self.stages, self.config = card, stages, config
+        run_config = config.run_config(config.steps)
+        self.staleness_limit = run_config.staleness
+        rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(6)]
+        self.service = card.service_s.stream(rngs[0])
+        self.response = stages.response_s.stream(rngs[1])
+        self.train_fixed = stages.train_fixed_s.stream(rngs[2])
+        self.update = stages.update_weights_s.stream(rngs[3])
+        self.turns = _choices(card.turns, rngs[4])
+        self.chance = _uniforms(rngs[5])
+        self.gym = Servers(config.gym_workers)
+        self.engines = Servers(config.engines)
+        self.events: list[tuple[float, int, int, object]] = []
+        self.seq = itertools.count()
+        self.free_workers = run_config.workers
+        self.started = self.wasted = self.version = self.step = 0
+        self.accounting = Accounting()
+        self.staleness: dict[int, int] = {}
+        self.ready: deque[_Group] = deque()
+        self.batch: list[_Group] = []
+        self.training = False
+        self.wait_start = self.previous_end = 0.0
+        self.records: list[StepRecord] = []
+        self.errored_streak = 0
+        self.depth_series: list[tuple[float, int]] = []  # (time, ready groups) when a batch is taken
+        self.window: tuple[float, float, float] | None = None  # start, gym and engine busy before it
+
+    def run(self) -> RunResult:
+        events, serve, service = self.events, self.gym.serve, self.service
+        self._start_groups(0.0)
+        while events:
+            now, _, kind, payload = heappop(events)
+            if kind == GENERATED:
+                group = payload
+                last = now
+                for seconds in islice(service, group.rounds[group.round]):  # step every open episode
+                    end = serve(now, seconds)
+                    if end > last:
+                        last = end
+                group.round += 1
+                heappush(events, (last, next(self.seq), ROUND_DONE, group))
+            elif kind == ROUND_DONE:
+                if payload.round < len(payload.rounds):
+                    self._generate(now, payload)
+                else:
+                    self._complete(now, payload)
+            elif self._trained(now, payload):
+                return self._result(now)
+        raise ValueError("the simulated pipeline is stuck: fewer rollout workers than batch_groups never fill a batch")
+
+    # -- rollout -----------------------------------------------------------------------------
+
+    def _start_groups(self, now: float) -> None:
+        config = self.config
+        while self.free_workers and admits(
+            self.started, self.wasted, self.version, self.staleness_limit, config.batch_groups
+        ):
+            self.started += 1
+            self.free_workers -= 1
+            self.accounting.generated += config.group_size
+            self._generate(now, self._new_group())
+
+    def _new_group(self) -> _Group:
+        size = self.config.group_size
+        calls = list(islice(self.turns, size))  # gym calls per episode
+        trainable_turns, errored = sum(calls), 0
+        if self.card.error_rate:
+            for i, turns in enumerate(calls):
+                if (fault := self._fault(turns)) is not None:
+                    calls[i] = fault  # an infrastructure error ends the episode there
+                    trainable_turns -= turns
+                    errored += 1
+        rounds = [sum(1 for c in calls if c > r) for r in range(max(calls))]
+        return _Group(self.version, rounds, size - errored, errored, trainable_turns)
+
+    def _fault(self, turns: int) -> int | None:
+        """The call (1-based) at which an episode of `turns` turns ends in an error, if any."""
+        for call in range(1, turns + 1):
+            if next(self.chance) < self.card.error_rate:
+                return call
+        return None
+
+    def _generate(self, now: float, group: _Group) -> None:
+        seconds = self.stages.generate_call_s + sum(islice(self.response, group.rounds[group.round]))
+        heappush(self.events, (self.engines.serve(now, seconds), next(self.seq), GENERATED, group))
+
+    def _complete(self, now: float, group: _Group) -> None:
+        self.free_workers += 1
+        self.accounting.errored += group.errored
+        if group.trainable:
+            self.ready.append(group)
+            self.errored_streak = 0
+        else:
+            self.wasted += 1
+            self.errored_streak += 1
+            if self.errored_streak >= max(ERRORED_STREAK_LIMIT, self.config.batch_groups):
+                raise ValueError(
+                    f"every group ends in infrastructure errors (the card's error rate is "
+                    f"{self.card.error_rate:.0%} per call); a real run would stop with PipelineFailure"
+                )
+        if not self.training:
+            self._take(now)
+        self._start_groups(now)
+
+    # -- trainer -----------------------------------------------------------------------------
+
+    def _take(self, now: float) -> None:
+        """The trainer takes ready groups in order, drops stale ones, and trains on a full batch."""
+        config = self.config
+        while len(self.batch) < config.batch_groups and self.ready:
+            group = self.ready.popleft()
+            if self.version - group.version > self.staleness_limit:
+                self.accounting.dropped_stale += group.trainable
+                self.wasted += 1
+            else:
+                self.batch.append(group)
+        if len(self.batch) < config.batch_groups:
+            return
+        batch, self.batch = self.batch, []
+        self.depth_series.append((now, len(self.ready)))
+        trajectories = sum(g.trainable for g in batch)
+        for g in batch:
+            self.staleness[self.version - g.version] = self.staleness.get(self.version - g.version, 0) + g.trainable
+        self.accounting.trained += trajectories
+        turns = sum(g.turns for g in batch)
+        actor_train = next(self.train_fixed) + self.stages.train_turn_s * turns / config.trainers
+        update = next(self.update)
+        end = now + actor_train + update
+        record = StepRecord(
+            step=self.step, end=end, step_time=end - self.previous_end, train_wait=now - self.wait_start,
+            actor_train=actor_train, update_weights=update, reward_mean=0.0, pass_rate=0.0,
+            trajectories=trajectories, buffer_depth=0,
+            staleness_mean=sum((self.version - g.version) * g.trainable for g in batch) / max(trajectories, 1),
+        )  # fmt: skip
+        self.training = True
+        heappush(self.events, (end, next(self.seq), TRAINED, record))
+
+    def _trained(self, now: float, record: StepRecord) -> bool:
+        """The trainer published the next version; True when the run is over."""
+        self.version += 1
+        self.training = False
+        record.buffer_depth = len(self.ready)
+        self.records.append(record)
+        if self.window is None:  # the first step is warm-up: metrics start at its end
+            gym, engines = self.gym, self.engines
+            self.window = (now, gym.busy_after(now) - gym.busy, engines.busy_after(now) - engines.busy)
+        self.previous_end = self.wait_start = now
+        self.step += 1
+        duration = self.config.duration_s
+        if self.step >= self.config.steps or (duration is not None and now >= duration):
+            return True
+        self._take(now)
+        self._start_groups(now)
+        return False
+
+    def _result(self, end: float) -> RunResult:
+        """The run as trainer.metrics reads it. Per-call spans would be millions at cluster scale,
+        so the timeline holds their busy time inside the measured window in a few spans:
+        `busy_in` sums the same seconds. Generation is the mean engine's, so with several
+        engines 'rollout idle' is the mean engine's idle ratio."""
+        assert self.window is not None
+        start, gym_before, engines_before = self.window
+        length = end - start
+        gym_busy = self.gym.busy + gym_before - self.gym.busy_after(end)
+        engine_busy = (self.engines.busy + engines_before - self.engines.busy_after(end)) / self.config.engines
+        timeline = Timeline()
+        if engine_busy > 0:
+            timeline.add("rollout", "generate", start, start + engine_busy, 0)
+        pieces = math.ceil(gym_busy / length - 1e-9) if gym_busy > 0 and length > 0 else 0
+        for i in range(pieces):
+            timeline.add(f"gym-{i}", "gym_step", start, start + gym_busy / pieces, 0)
+        run_config = self.config.run_config(len(self.records))
+        self.accounting.abandoned = (run_config.workers - self.free_workers) * self.config.group_size
+        self.accounting.buffered = sum(g.trainable for g in self.ready)
+        return RunResult(run_config, self.records, timeline, self.accounting, dict(self.staleness), self.depth_series,
+                         self.config.gym_workers, end)  # fmt: skip
+
+
+def _choices(pmf: tuple[float, ...], rng: np.random.Generator) -> Iterator[int]:
+    """Endless draws of 1..len(pmf) with these probabilities."""
+    while True:
+        yield from (rng.choice(len(pmf), size=1 << 14, p=pmf) + 1).tolist()
+
+
+def _uniforms(rng: np.random.Generator) -> Iterator[float]:
+    while True:
+        yield from rng.random(1 << 14).tolist()

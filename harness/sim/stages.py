@@ -1,0 +1,61 @@
+"""How long the accelerator stages take in the simulator: generation, actor_train, update_weights.
+
+From a hardware profile, the stages follow the replay policy: a response of mean x U(0.5, 1.5)
+tokens, generation = call + per-token time x response tokens, and actor_train = fixed +
+per-token time x (prompt + mean response) tokens for every trained turn.
+From a run, they are that run's own span durations (see `from_run`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.rundir import Run
+from harness.sim.distribution import Distribution
+from trainer.policies.profiles import HardwareProfile
+
+
+@dataclass(frozen=True)
+class Stages:
+    source: str
+    generate_call_s: float  # per generation call, whatever its size
+    response_s: Distribution  # per generated response; a call takes the sum over its requests
+    train_fixed_s: Distribution  # per optimizer step
+    train_turn_s: float  # per trained turn (its prompt and response tokens), on one trainer
+    update_weights_s: Distribution
+
+
+def from_profile(profile: HardwareProfile) -> Stages:
+    mean = profile.response_tokens
+    per_token = profile.generate_s_per_token
+    return Stages(
+        source=f"profile {profile.name} (emulated)",
+        generate_call_s=profile.generate_call_s,
+        response_s=Distribution.uniform(0.5 * mean * per_token, 1.5 * mean * per_token),
+        train_fixed_s=Distribution.constant(profile.train_step_s),
+        train_turn_s=profile.train_s_per_token * (profile.prompt_tokens + mean),
+        update_weights_s=Distribution.constant(profile.update_weights_s),
+    )
+
+
+def from_run(run: Run) -> Stages:
+    """A run's own stage times, every mode together: actor_train and update_weights resampled
+    from their spans; a response takes the run's generation time per gym step (each response
+    is stepped once), spread +-50 % as the replay policy spreads its response lengths."""
+    spans = [s for spans in run.spans.values() for s in spans]
+
+    def durations(kind: str) -> list[float]:
+        found = [s.duration for s in spans if s.kind == kind]
+        if not found:
+            raise ValueError(f"run {run.run_id} has no {kind} spans to simulate from")
+        return found
+
+    per_response = sum(durations("generate")) / len(durations("gym_step"))
+    return Stages(
+        source=f"run {run.run_id} (its spans)",
+        generate_call_s=0.0,
+        response_s=Distribution.uniform(0.5 * per_response, 1.5 * per_response),
+        train_fixed_s=Distribution.of(durations("actor_train")),
+        train_turn_s=0.0,
+        update_weights_s=Distribution.of(durations("update_weights")),
+    )

@@ -1,0 +1,188 @@
+"""`harness simulate`: the pipeline simulator, and its check against real runs (`--replay`).
+
+A simulation reports what `harness benchmark` reports, computed by the same code
+(trainer.metrics): trainer idle ratio, step time, samples/s, staleness, and the speedup of
+async over sync. Reward is not modelled, so it is left out.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from harness.costcard import CostCard, find_card, load, run_card
+from harness.rundir import find_run, load_run
+from harness.sim.pipeline import SimConfig, simulate
+from harness.sim.stages import Stages, from_profile, from_run
+from trainer.metrics import compare, summarize
+from trainer.policies.profiles import load_profile
+
+NOT_MODELLED = ("reward_mean", "pass_rate")
+
+
+def simulate_modes(card: CostCard, stages: Stages, config: SimConfig, modes: tuple[str, ...]) -> dict[str, Any]:
+    """Every mode on the same configuration, as a benchmark summary: {"modes": ..., "comparison": ...}."""
+    summary: dict[str, Any] = {"card": card.source, "stages": stages.source, "modes": {}}
+    for mode in modes:
+        result = simulate(card, stages, replace(config, mode=mode))
+        figures = summarize(result)
+        for key in NOT_MODELLED:
+            figures.pop(key)
+        depths = [d for _, d in result.depth_series[1:]] or [0]  # ready groups left when a batch is taken
+        figures.update(ready_depth_mean=statistics.fmean(depths), ready_depth_max=max(depths))
+        figures["config"].update(gym_workers=config.gym_workers, engines=config.engines, trainers=config.trainers)
+        summary["modes"][mode] = figures
+    if {"sync", "async"} <= set(modes):
+        summary["comparison"] = compare(summary["modes"]["sync"], summary["modes"]["async"])
+    return summary
+
+
+# -- fidelity: a real run against its own simulation ----------------------------------------
+
+# (label, summary key, format) of the side-by-side table
+COMPARED = (
+    ("trainer idle ratio", "trainer_idle_ratio", ".1%"),
+    ("avg step_time (s)", "step_time_mean", ".2f"),
+    ("avg train_wait (s)", "train_wait_mean", ".2f"),
+    ("samples / s", "samples_per_s", ".2f"),
+    ("gym pool utilisation", "gym_utilisation", ".1%"),
+    ("staleness mean", "staleness_mean", ".2f"),
+)
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    run_id: str
+    gym: str
+    repeats: int
+    config: SimConfig
+    modes: tuple[str, ...]
+    measured: dict[str, Any]  # the run's summary.json
+    predicted: list[dict[str, Any]]  # one simulate_modes summary per repeat
+
+    def predicted_mean(self, mode: str, key: str) -> tuple[float, float]:
+        values = [p["modes"][mode][key] for p in self.predicted]
+        return statistics.fmean(values), statistics.pstdev(values)
+
+    def rank(self, mode: str, key: str) -> float:
+        """Percentile of the measured figure among the simulated ones (ties count half): a run
+        of a few steps is one noisy draw, and this says how unusual a draw it is."""
+        measured = self.measured["modes"][mode][key]
+        values = [p["modes"][mode][key] for p in self.predicted]
+        return 100 * (sum(v < measured for v in values) + 0.5 * sum(v == measured for v in values)) / len(values)
+
+    def speedup(self) -> tuple[float, float] | None:
+        if "comparison" not in self.measured:
+            return None
+        values = [p["comparison"]["speedup"] for p in self.predicted]
+        return statistics.fmean(values), statistics.pstdev(values)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"run_id": self.run_id, "gym": self.gym, "repeats": self.repeats,
+                               "config": asdict(self.config), "modes": {}}  # fmt: skip
+        for mode in self.modes:
+            out["modes"][mode] = {
+                key: {"measured": self.measured["modes"][mode][key], "predicted": self.predicted_mean(mode, key)[0],
+                      "predicted_sd": self.predicted_mean(mode, key)[1]}
+                for _, key, _ in COMPARED
+            }  # fmt: skip
+        if (speedup := self.speedup()) is not None:
+            out["speedup"] = {"measured": self.measured["comparison"]["speedup"], "predicted": speedup[0],
+                              "predicted_sd": speedup[1]}  # fmt: skip
+        return out
+
+
+def replay(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> Fidelity:
+    """Simulate a real run from its own measurements (gym_step, generate, actor_train and
+    update_weights spans; its batch, group, staleness, gym workers and steps), `repeats`
+    times with different seeds: a run of a few steps is itself one noisy sample."""
+    if repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {repeats}")
+    path = find_run(run, results_root)
+    recorded = load_run(path)
+    spec = recorded.summary["spec"]
+    config = SimConfig(
+        steps=int(spec["steps"]), batch_groups=int(spec["batch_groups"]), group_size=int(spec["group_size"]),
+        max_staleness=int(spec["max_staleness"]), gym_workers=int(recorded.summary["gym_workers"]),
+    )  # fmt: skip
+    card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
+    predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]
+    return Fidelity(recorded.run_id, recorded.summary["gym"], repeats, config, modes, recorded.summary, predicted)
+
+
+def fidelity_table(fid: Fidelity) -> Table:
+    table = Table("metric", *(f"{m} {col}" for m in fid.modes for col in ("predicted", "measured")))
+    for label, key, fmt in COMPARED:
+        cells = []
+        for mode in fid.modes:
+            mean, sd = fid.predicted_mean(mode, key)
+            cells += [f"{mean:{fmt}} ± {sd:{fmt}}", format(fid.measured["modes"][mode][key], fmt)]
+        table.add_row(label, *cells)
+    return table
+
+
+def fidelity_line(fid: Fidelity) -> str:
+    """Speedup and idle ratios, predicted vs measured, with the errors the targets are about."""
+    parts = []
+    for mode in fid.modes:
+        predicted = fid.predicted_mean(mode, "trainer_idle_ratio")[0]
+        measured = fid.measured["modes"][mode]["trainer_idle_ratio"]
+        parts.append(f"{mode} idle {predicted:.1%} vs {measured:.1%} ({(predicted - measured) * 100:+.1f} pp, "
+                     f"measured at p{fid.rank(mode, 'trainer_idle_ratio'):.0f} of the simulated runs)")  # fmt: skip
+    if (speedup := fid.speedup()) is not None:
+        measured = fid.measured["comparison"]["speedup"]
+        parts.append(f"speedup {speedup[0]:.2f}x vs {measured:.2f}x ({speedup[0] / measured - 1:+.1%})")
+    return "; ".join(parts)
+
+
+MARKDOWN_HEADER = (
+    "| run | sync idle, predicted / measured | async idle, predicted / measured | sync step_time (s) "
+    "| async step_time (s) | speedup, predicted / measured | measured async idle at |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
+def fidelity_row(fid: Fidelity) -> str:
+    """The run's row of the table in docs/simulate.md (MARKDOWN_HEADER); "-" for a mode it lacks."""
+
+    def pair(mode: str, key: str, fmt: str) -> str:
+        if mode not in fid.modes:
+            return "-"
+        return f"{fid.predicted_mean(mode, key)[0]:{fmt}} / {fid.measured['modes'][mode][key]:{fmt}}"
+
+    speedup = fid.speedup()
+    if speedup is None:
+        speed = "-"
+    else:
+        measured = fid.measured["comparison"]["speedup"]
+        speed = f"{speedup[0]:.2f}x / {measured:.2f}x ({speedup[0] / measured - 1:+.0%})"
+    rank = f"p{fid.rank('async', 'trainer_idle_ratio'):.0f}" if "async" in fid.modes else "-"
+    cells = [fid.run_id, pair("sync", "trainer_idle_ratio", ".1%"), pair("async", "trainer_idle_ratio", ".1%"),
+             pair("sync", "step_time_mean", ".2f"), pair("async", "step_time_mean", ".2f"), speed, rank]  # fmt: skip
+    return "| " + " | ".join(cells) + " |"
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    modes = summary["modes"]
+    table = Table("metric", *modes)
+    for label, key, fmt in (*COMPARED, ("avg train_time (s)", "train_time_mean", ".2f"),
+                            ("rollout idle ratio (mean engine)", "rollout_idle_ratio", ".1%"),
+                            ("ideal step_time (s)", "ideal_step_time", ".2f")):  # fmt: skip
+        table.add_row(label, *(format(m[key], fmt) for m in modes.values()))
+    return table
+
+
+def simulate_gym(
+    gym: str | None, card_path: Path | None, profile: str, config: SimConfig, modes: tuple[str, ...], results_root: Path
+) -> dict[str, Any]:
+    """`harness simulate` without --replay: a gym's card (harness.costcard.find_card) and a profile."""
+    if gym is None and card_path is None:
+        raise ValueError("name a gym (--gym NAME) or a card (--card PATH), or re-simulate a run (--replay RUN_ID)")
+    card, where = (load(card_path), str(card_path)) if gym is None else find_card(gym, results_root, card_path)
+    summary = simulate_modes(card, from_profile(load_profile(profile)), config, modes)
+    summary.update(gym=card.gym, card_from=where)
+    return summary

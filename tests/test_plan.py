@@ -1,0 +1,147 @@
+"""The planner: its recommendation holds in simulation, the sizing rule, warnings, card lookup."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from in_process import harness_here
+
+from harness import costcard
+from harness.costcard import CostCard, turn_pmf
+from harness.plan import Cluster, plan, sizing_rule
+from harness.sim.distribution import Distribution
+from harness.sim.pipeline import SimConfig
+from harness.sim.stages import Stages, from_profile
+from harness.simulate import simulate_modes
+from trainer.policies.profiles import load_profile
+
+RESULTS = ROOT / "results"
+H100 = from_profile(load_profile("h100-qwen3-4b"))
+# a gym whose steps take 0.05-1 s, with 2 % slow ones, over up to 3 turns
+HEAVY = CostCard("heavy", "test", {}, Distribution.of([0.05 + 0.95 * i / 97 for i in range(98)] + [4.0, 4.0]),
+                 turn_pmf(0.5, 3), 0.0, 0.02, workers=1, calls=100)  # fmt: skip
+
+
+def async_idle(p, workers_per_node: int) -> float:
+    config = SimConfig(mode="async", steps=40, batch_groups=p.batch_groups, group_size=p.group_size,
+                       max_staleness=p.max_staleness, gym_workers=workers_per_node * p.cluster.nodes,
+                       engines=p.cluster.engines, trainers=p.cluster.trainers)  # fmt: skip
+    return simulate_modes(HEAVY, H100, config, ("async",))["modes"]["async"]["trainer_idle_ratio"]
+
+
+def test_the_recommendation_keeps_the_simulated_idle_ratio_under_target():
+    p = plan(HEAVY, H100, Cluster(nodes=2, accelerators_per_node=4, cores_per_node=64), target_idle=0.05)
+    assert p.reached
+    assert async_idle(p, p.workers_per_node) <= 0.05
+    assert p.workers_per_node == 1 or async_idle(p, p.workers_per_node - 1) > 0.05  # and no worker to spare
+    assert p.summary["modes"]["async"]["trainer_idle_ratio"] <= 0.05
+    assert p.summary["comparison"]["speedup"] > 1
+    assert p.buffer_groups == (p.max_staleness + 1) * p.batch_groups
+
+
+def test_the_sizing_rule_by_hand():
+    card = CostCard("c", "test", {}, Distribution.constant(0.2), (1.0,), 0.0, 0.0, workers=1, calls=1)
+    stages = Stages("test", 0.0, Distribution.constant(0.1), Distribution.constant(1.0), 0.0,
+                    Distribution.constant(0.5))  # fmt: skip
+    rule = sizing_rule(card, stages, Cluster(1, 4, 16), batch=8, group=4)
+    # 32 calls per step; 2 engines generate them in 32 x 0.1 / 2 = 1.6 s > training's 1.5 s
+    assert rule.step_time_s == pytest.approx(1.6) and rule.arrival_per_s == pytest.approx(20.0)
+    assert rule.workers == 6  # ceil(1.3 x 20 x 0.2)
+
+
+def test_rollout_slower_than_training_is_a_warning_with_a_remedy():
+    slow_generation = replace(H100, response_s=Distribution.constant(0.5))
+    p = plan(HEAVY, slow_generation, Cluster(1, 2, 16), steps=20)
+    assert any("rollout is slower than training" in w and "depth-1" in w for w in p.warnings)
+    assert not any("rollout is slower" in w for w in plan(HEAVY, H100, Cluster(1, 2, 16), steps=20).warnings)
+
+
+def test_a_gym_too_heavy_for_the_cores_says_so():
+    heavy = replace(HEAVY, service_s=Distribution.constant(20.0))
+    p = plan(heavy, H100, Cluster(1, 8, 4), steps=10, staleness_limit=2)
+    assert not p.reached and p.workers_per_node == 4
+    assert any("asks for" in w and "a node has 4 cores" in w for w in p.warnings)
+    assert any("no max_staleness up to 2" in w for w in p.warnings)
+
+
+@pytest.mark.parametrize("nodes,accelerators,cores,message", [
+    (0, 8, 192, "--nodes must be at least 1"),
+    (1, -8, 192, "--accelerators must be at least 1"),
+    (1, 8, 0, "--cores-per-node must be at least 1"),
+    (1, 1, 8, "at least 2 accelerators"),
+])  # fmt: skip
+def test_bad_clusters(nodes, accelerators, cores, message):
+    with pytest.raises(ValueError, match=message):
+        Cluster(nodes, accelerators, cores)
+
+
+def test_cluster_mapping():
+    c = Cluster(nodes=64, accelerators_per_node=8, cores_per_node=192)
+    assert (c.accelerators, c.engines, c.trainers) == (512, 256, 256)
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+def test_plan_for_verilog_on_8_accelerators(monkeypatch, capsys):
+    code, out, err = harness_here(monkeypatch, capsys, "plan", "--gym", "verilog", "--accelerators", "8",
+                                  "--cores-per-node", "192", "--results", str(RESULTS))  # fmt: skip
+    assert code == 0, err
+    assert "card: " in out and "verilog" in out
+    assert "sizing rule: lambda = " in out and "gym workers per node, max_staleness" in out
+    assert "predicted trainer idle ratio: async" in out and "speedup" in out
+
+
+def test_plan_json(monkeypatch, capsys):
+    code, out, _ = harness_here(monkeypatch, capsys, "plan", "--gym", "verilog", "--accelerators", "4",
+                                "--cores-per-node", "32", "--steps", "10", "--results", str(RESULTS), "--json")  # fmt: skip
+    figures = json.loads(out)
+    assert code == 0 and 1 <= figures["workers_per_node"] <= 32
+    assert figures["sizing_rule"]["workers"] >= 1 and figures["cluster"]["engines"] == 2
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--gym", "verilog", "--accelerators", "-8", "--cores-per-node", "192"], "--accelerators must be at least 1"),
+    (["--gym", "verilog", "--accelerators", "8", "--cores-per-node", "192", "--target-idle", "2"], "--target-idle"),
+    (["--gym", "verilgo", "--accelerators", "8", "--cores-per-node", "192"], "Did you mean 'verilog'"),
+])  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(args, message, monkeypatch, capsys):
+    code, _, err = harness_here(monkeypatch, capsys, "plan", *args, "--results", str(RESULTS))
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_no_card_names_the_command_that_makes_one(tmp_path, monkeypatch, capsys):
+    code, _, err = harness_here(monkeypatch, capsys, "plan", "--gym", "math", "--accelerators", "8",
+                                "--cores-per-node", "16", "--results", str(tmp_path))  # fmt: skip
+    assert code == 2 and "harness gyms profile math" in err
+
+
+def test_card_lookup_prefers_a_profiled_card_then_the_newest_run(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in ("20261130T125643Z-verilog", "20261130T125457Z-math"):
+        (runs / name).symlink_to(RESULTS / "runs" / name)
+    card, where = costcard.find_card("verilog", tmp_path)
+    assert card.source == "run 20261130T125643Z-verilog" and "derived from its spans" in where
+    costcard.save(HEAVY, tmp_path / "cards" / "verilog.json")
+    card, where = costcard.find_card("verilog", tmp_path)
+    assert card == HEAVY and where == str(tmp_path / "cards" / "verilog.json")
+
+
+def test_gyms_profile_writes_a_card_the_planner_reads(tmp_path, monkeypatch, capsys):
+    code, out, err = harness_here(monkeypatch, capsys, "gyms", "profile", "math", "--limit", "2", "--workers", "1",
+                                  "--results", str(tmp_path))  # fmt: skip
+    assert code == 0, err
+    card = costcard.load(tmp_path / "cards" / "math.json")
+    assert card.source == "profile" and card.tools["math-verify"] and card.calls > 2
+    assert set(card.by_expect) >= {"pass", "fail"} and card.cpu_s_per_call is not None and card.peak_rss_mb > 0
+    assert card.turns == pytest.approx(turn_pmf(0.5, 2))  # math: 2 turns, half the answers pass
+    assert "p95" in out and "p99" in out
+    code, out, _ = harness_here(monkeypatch, capsys, "plan", "--gym", "math", "--accelerators", "2",
+                                "--cores-per-node", "8", "--steps", "10", "--results", str(tmp_path))  # fmt: skip
+    assert code == 0 and f"card: {Path(tmp_path) / 'cards' / 'math.json'}" in out
