@@ -17,12 +17,17 @@ def make_pool(
     ray_address: str | None = None,
 ) -> SlotPool:
     """A gym pool for `gym` (a registered name or module:Class) on the chosen executor."""
+    check(executor, ray_address)
     if executor == "local":
-        if ray_address is not None:
-            raise ValueError("--ray-address needs --executor ray (the local executor runs on this machine)")
         return GymPool(workers, step_timeout_s=step_timeout_s)
-    if executor == "ray":
-        from gyms.ray_pool import RayGymPool  # Ray is imported only when asked for
+    from gyms.ray_pool import RayGymPool  # Ray is imported only when asked for
 
-        return RayGymPool(gym, gym_options, workers, step_timeout_s=step_timeout_s, address=ray_address)
-    raise ValueError(f"unknown executor {executor!r}; use one of: {', '.join(EXECUTORS)}")
+    return RayGymPool(gym, gym_options, workers, step_timeout_s=step_timeout_s, address=ray_address)
+
+
+def check(executor: str, ray_address: str | None) -> None:
+    """Refuse a bad choice before any work starts (raises ValueError)."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; use one of: {', '.join(EXECUTORS)}")
+    if executor == "local" and ray_address is not None:
+        raise ValueError("--ray-address needs --executor ray (the local executor runs on this machine)")

@@ -9,8 +9,7 @@ from typing import Any
 
 import torch
 
-from gyms import make
-from gyms.executors import make_pool
+from gyms import executors, make
 from harness import costcard, record
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
@@ -34,6 +33,9 @@ class BenchmarkSpec:
     executor: str = "local"  # where gym workers run: local or ray (gyms/executors.py)
     ray_address: str | None = None
 
+    def __post_init__(self) -> None:
+        executors.check(self.executor, self.ray_address)
+
 
 def run_benchmark(
     spec: BenchmarkSpec,
@@ -44,7 +46,9 @@ def run_benchmark(
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
     gym = make(spec.gym, **spec.gym_options)
     profile = load_profile(spec.profile)
-    pool = make_pool(spec.executor, spec.gym, spec.gym_options, spec.gym_workers, gym.step_timeout_s, spec.ray_address)
+    pool = executors.make_pool(
+        spec.executor, spec.gym, spec.gym_options, spec.gym_workers, gym.step_timeout_s, spec.ray_address
+    )
     with pool:  # the pool first: one that cannot start leaves no empty run directory behind
         run_dir = record.new_run_dir(gym.name, results_root)
         summary: dict[str, Any] = {

@@ -231,6 +231,9 @@ def test_executor_choices_are_checked_with_the_fix_named():
         make_pool("local", "math", ray_address="10.0.0.1:6379")
     with pytest.raises(ValueError, match="HOST:PORT"):
         make_pool("ray", "math", ray_address="head-node")
+    refused = harness("benchmark", "--gym", "math", "--executor", "warp", env={"COLUMNS": "200"})
+    assert refused.returncode == 2 and "unknown executor 'warp'" in refused.stderr
+    assert "benchmark gym" not in refused.stdout, "refused before the run starts"
 
 
 def test_an_unreachable_cluster_is_one_clear_line(tmp_path):
