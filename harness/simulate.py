@@ -147,7 +147,10 @@ MARKDOWN_HEADER = (
 
 
 def fidelity_row(fid: Fidelity) -> str:
-    """The run's row of the table in docs/simulate.md (MARKDOWN_HEADER); "-" for a mode it lacks."""
+    """The run's row of the table in docs/simulate.md (MARKDOWN_HEADER); "-" for a mode it lacks.
+    The run is named with its seed and steps: a replay-policy run is a function of its seed (its
+    emulated times are seeded draws), so two runs with one seed are one draw, and a shorter one
+    is the longer one's first steps."""
 
     def pair(mode: str, key: str, fmt: str) -> str:
         if mode not in fid.modes:
@@ -161,7 +164,8 @@ def fidelity_row(fid: Fidelity) -> str:
         measured = fid.measured["comparison"]["speedup"]
         speed = f"{speedup[0]:.2f}x / {measured:.2f}x ({speedup[0] / measured - 1:+.0%})"
     rank = f"p{fid.rank('async', 'trainer_idle_ratio'):.0f}" if "async" in fid.modes else "-"
-    cells = [fid.run_id, pair("sync", "trainer_idle_ratio", ".1%"), pair("async", "trainer_idle_ratio", ".1%"),
+    run = f"{fid.run_id} (seed {fid.measured['spec']['seed']}, {fid.config.steps} steps)"
+    cells = [run, pair("sync", "trainer_idle_ratio", ".1%"), pair("async", "trainer_idle_ratio", ".1%"),
              pair("sync", "step_time_mean", ".2f"), pair("async", "step_time_mean", ".2f"), speed, rank]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 

@@ -243,6 +243,17 @@ def test_replay_json_has_both_columns(monkeypatch, capsys):
     assert 0 <= figures["modes"]["async"]["trainer_idle_ratio"]["predicted"] < 1
 
 
+def test_replay_markdown_row_names_the_seed_and_steps(monkeypatch, capsys):
+    """Replay-policy runs with one seed are one draw (a 10-step run is a 30-step run's first
+    steps), so the fidelity table must say which seed each row measured."""
+    code, out, _ = harness_here(monkeypatch, capsys, "simulate", "--replay", VERILOG_RUN, "--repeats", "2",
+                                "--results", str(RESULTS), "--markdown")  # fmt: skip
+    assert code == 0
+    header, rule, row = out.strip().splitlines()
+    assert row.startswith(f"| {VERILOG_RUN} (seed 0, 10 steps) | ")
+    assert row.count("|") == header.count("|") == rule.count("|")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--replay", "no-such-run"], "no run 'no-such-run'"),
     (["--gym", "maht"], "Did you mean 'math'"),
