@@ -29,6 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Generic, Self, TypeVar
 
 from gyms.base import Episode, Outcome, StepResult
+from gyms.sandbox import kill_sandboxes_of
 
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
 _HOST_MARGIN = 1.5
@@ -384,6 +385,7 @@ class GymPool(SlotPool[_Process]):
             proc.kill()
             proc.join()
         conn.close()
+        kill_sandboxes_of(proc.pid)  # a worker that died or was killed leaves its checkers behind
 
 
 def _worker_main(conn: Connection) -> None:

@@ -14,6 +14,8 @@ What the sandbox covers
     uid of its own makes it count only that sandbox's processes. Private ancestors of the
     Python installation (such as /root, mode 700) are replaced by an empty tmpfs with only
     the interpreter bound back. Every leftover process of that uid is killed after each run.
+    bwrap's parent-death signal cannot reach that other uid, so the sandboxes of a launcher
+    that was killed outright are killed by whoever replaces it (`kill_sandboxes_of`).
 * Resource limits (rlimits) on CPU seconds, address space, file size, open files and processes.
 * A wall-clock timeout that kills the whole process group, and captured output capped in
   size (head and tail are kept).
@@ -165,7 +167,7 @@ class Sandbox:
         uid = None
         if self.drops_root:
             # pid and a per-process counter make the uid unique among live sandboxes.
-            uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
+            uid = uids_of(os.getpid()).start + next(_uid_counter) % 1000
         return Workdir(prefix, uid)
 
     def command(
@@ -429,12 +431,12 @@ def _reachable(paths: Sequence[str]) -> list[str]:
     return [*(arg for m in masks for arg in ("--perms", "0755", "--tmpfs", m)), *binds]
 
 
-def _live_pids_of(uid: int) -> list[int]:
-    """Processes of host uid `uid` that are not zombies."""
+def _live_pids_of(uids: range) -> list[int]:
+    """Processes of these host uids that are not zombies."""
     pids = []
     for entry in os.scandir("/proc"):
         try:
-            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+            if not entry.name.isdigit() or entry.stat().st_uid not in uids:
                 continue
             stat = Path(entry.path, "stat").read_text()
         except (FileNotFoundError, ProcessLookupError):  # exited while we looked
@@ -445,19 +447,39 @@ def _live_pids_of(uid: int) -> list[int]:
 
 
 def count_processes(uid: int) -> int:
-    return len(_live_pids_of(uid))
+    return len(_live_pids_of(range(uid, uid + 1)))
 
 
 def kill_uid(uid: int, wait_s: float = 2.0) -> int:
     """SIGKILL every process of host uid `uid` and wait until they are dead; returns how many."""
-    pids = _live_pids_of(uid)
+    return _kill_uids(range(uid, uid + 1), wait_s)
+
+
+def uids_of(pid: int) -> range:
+    """The host uids that sandboxes started by process `pid` run under, when the host is root."""
+    base = _UID_BASE + (pid % 100_000) * 1000
+    return range(base, base + 1000)
+
+
+def kill_sandboxes_of(pid: int, wait_s: float = 2.0) -> int:
+    """SIGKILL whatever sandboxes started by the (dead) process `pid` left running; returns how many.
+
+    A launcher killed outright cannot clean up, and as root bwrap's parent-death signal does not
+    reach a sandbox: the kernel checks it like a kill(2) from bwrap, which has dropped its
+    capabilities, to the sandbox's other uid. Whoever replaces a killed launcher calls this.
+    """
+    return _kill_uids(uids_of(pid), wait_s) if os.geteuid() == 0 else 0
+
+
+def _kill_uids(uids: range, wait_s: float) -> int:
+    pids = _live_pids_of(uids)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             continue
     deadline = time.monotonic() + wait_s
-    while pids and _live_pids_of(uid) and time.monotonic() < deadline:
+    while pids and _live_pids_of(uids) and time.monotonic() < deadline:
         time.sleep(0.01)
     return len(pids)
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pickle
+import random
+import subprocess
 
 import pytest
 from toy_gyms import ToyGym
@@ -51,6 +53,14 @@ def test_a_dying_worker_becomes_an_error_and_is_replaced(gym, pool):
     # the pool still serves, on both workers
     results = [f.result().result.outcome for f in [pool.submit(gym.open(task), "pass") for _ in range(4)]]
     assert results == [Outcome.PASS] * 4
+
+
+def test_a_dead_worker_leaves_no_sandboxed_process_behind(gym, pool):
+    seconds = f"{600 + random.random():.6f}"  # names this test's process among all others
+    call = pool.step(gym.open(gym.tasks()[0]), f"orphan:{seconds}")
+    assert call.result.outcome is Outcome.ERROR
+    left = subprocess.run(["pgrep", "-f", f"sleep {seconds}"], capture_output=True, text=True).stdout.split()
+    assert left == [], "the dead worker's sandbox outlived it"
 
 
 def test_a_hung_step_hits_the_host_timeout(gym):

@@ -7,10 +7,14 @@ import random
 import time
 
 from gyms import Candidate, Episode, Gym, Outcome, Task, Verdict
+from gyms.sandbox import Sandbox
+
+_kept: list = []  # sandboxed processes this worker started and keeps running
 
 
 class ToyEpisode(Episode):
-    """`pass`, `fail`, `sleep:SECONDS`, `crash` (the process dies), `raise` (a gym bug)."""
+    """`pass`, `fail`, `sleep:SECONDS`, `crash` (the process dies), `raise` (a gym bug),
+    `orphan:SECONDS` (starts a sandboxed `sleep SECONDS`, then the process dies)."""
 
     def evaluate(self, action: str) -> Verdict:
         if action == "pass":
@@ -22,6 +26,9 @@ class ToyEpisode(Episode):
             os._exit(7)
         if action == "raise":
             raise RuntimeError("a bug in the gym")
+        if action.startswith("orphan:"):  # start a sandboxed process, then die without cleaning up
+            _kept.append(Sandbox().popen(["sleep", action.split(":")[1]], Sandbox().workdir()))
+            os._exit(7)
         return Verdict(0.0, Outcome.FAIL, f"{action!r} is wrong", {"pid": os.getpid()})
 
 
