@@ -261,11 +261,12 @@ class SlotPool(ABC, Generic[W]):
                         self.stats.restarts += 1
                     if not result.done:
                         _remember(self._homes, episode, node)
-                job.future.set_result(StepCall(episode, result, slot, job.submitted_at, started, finished))
-                if dead:
+                if dead:  # stopped before the caller hears of it: its leftovers are gone by then
                     spawned = None
                     self._jobs.unplace(slot)
                     self._stop(worker)
+                job.future.set_result(StepCall(episode, result, slot, job.submitted_at, started, finished))
+                if dead:
                     spawned = self._spawn(slot)
         except GymPoolBroken as exc:
             self._fail_all(exc)

@@ -446,6 +446,23 @@ def _live_pids_of(uids: range) -> list[int]:
     return pids
 
 
+def _launchers_of(uids: range) -> list[int]:
+    """bwrap processes (root) that start a sandbox under one of these uids (`--reuid=UID`)."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        try:
+            if not entry.name.isdigit() or entry.stat().st_uid != 0:
+                continue
+            args = Path(entry.path, "cmdline").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        for arg in args:
+            if arg.startswith(b"--reuid=") and arg[8:].isdigit() and int(arg[8:]) in uids:
+                pids.append(int(entry.name))
+                break
+    return pids
+
+
 def count_processes(uid: int) -> int:
     return len(_live_pids_of(range(uid, uid + 1)))
 
@@ -468,7 +485,16 @@ def kill_sandboxes_of(pid: int, wait_s: float = 2.0) -> int:
     reach a sandbox: the kernel checks it like a kill(2) from bwrap, which has dropped its
     capabilities, to the sandbox's other uid. Whoever replaces a killed launcher calls this.
     """
-    return _kill_uids(uids_of(pid), wait_s) if os.geteuid() == 0 else 0
+    if os.geteuid() != 0:
+        return 0
+    # Launchers first: a sandbox still being set up runs as root under its bwrap and dies with it
+    # (its uid has not changed yet, so the parent-death signal still arrives).
+    for launcher in _launchers_of(uids_of(pid)):
+        try:
+            os.kill(launcher, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return _kill_uids(uids_of(pid), wait_s)
 
 
 def _kill_uids(uids: range, wait_s: float) -> int:
