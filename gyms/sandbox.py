@@ -236,6 +236,9 @@ class Sandbox:
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 start_new_session=True,  # own process group: the timeout kills all of it
+                # As root, the launchers (prlimit, bwrap, setpriv) carry the sandbox's id as their
+                # real gid from the fork on, through every exec: `kill_sandboxes_of` finds them by it.
+                group=workdir.uid,
             )
         except OSError as exc:
             raise SandboxError(f"could not start {argv[0]!r} in the sandbox: {exc}") from exc
@@ -431,45 +434,37 @@ def _reachable(paths: Sequence[str]) -> list[str]:
     return [*(arg for m in masks for arg in ("--perms", "0755", "--tmpfs", m)), *binds]
 
 
-def _live_pids_of(uids: range) -> list[int]:
-    """Processes of these host uids that are not zombies."""
+def _processes_of(ids: range, *, launchers: bool = False) -> list[int]:
+    """Live (not zombie) processes whose real uid is one of `ids`; with `launchers`, also those
+    whose real gid is: the root processes starting a sandbox under that id (see `Sandbox.popen`).
+
+    Ids come from /proc/PID/status, not from the owner of /proc/PID: a process that has just
+    changed uid is not dumpable until its next exec, and /proc shows it as root's.
+    """
     pids = []
     for entry in os.scandir("/proc"):
-        try:
-            if not entry.name.isdigit() or entry.stat().st_uid not in uids:
-                continue
-            stat = Path(entry.path, "stat").read_text()
-        except (FileNotFoundError, ProcessLookupError):  # exited while we looked
+        if not entry.name.isdigit():
             continue
-        if stat[stat.rindex(")") + 2] != "Z":
-            pids.append(int(entry.name))
-    return pids
-
-
-def _launchers_of(uids: range) -> list[int]:
-    """bwrap processes (root) that start a sandbox under one of these uids (`--reuid=UID`)."""
-    pids = []
-    for entry in os.scandir("/proc"):
         try:
-            if not entry.name.isdigit() or entry.stat().st_uid != 0:
+            status = Path(entry.path, "status").read_text()
+            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            if fields["State"].startswith("Z"):
                 continue
-            args = Path(entry.path, "cmdline").read_bytes().split(b"\0")
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        for arg in args:
-            if arg.startswith(b"--reuid=") and arg[8:].isdigit() and int(arg[8:]) in uids:
+            real_uid, real_gid = int(fields["Uid"].split()[0]), int(fields["Gid"].split()[0])
+            if real_uid in ids or (launchers and real_gid in ids):
                 pids.append(int(entry.name))
-                break
+        except (FileNotFoundError, ProcessLookupError, KeyError, IndexError, ValueError):
+            continue  # exited while we looked
     return pids
 
 
 def count_processes(uid: int) -> int:
-    return len(_live_pids_of(range(uid, uid + 1)))
+    return len(_processes_of(range(uid, uid + 1)))
 
 
 def kill_uid(uid: int, wait_s: float = 2.0) -> int:
     """SIGKILL every process of host uid `uid` and wait until they are dead; returns how many."""
-    return _kill_uids(range(uid, uid + 1), wait_s)
+    return _kill_until_gone(range(uid, uid + 1), wait_s)
 
 
 def uids_of(pid: int) -> range:
@@ -487,27 +482,25 @@ def kill_sandboxes_of(pid: int, wait_s: float = 2.0) -> int:
     """
     if os.geteuid() != 0:
         return 0
-    # Launchers first: a sandbox still being set up runs as root under its bwrap and dies with it
-    # (its uid has not changed yet, so the parent-death signal still arrives).
-    for launcher in _launchers_of(uids_of(pid)):
-        try:
-            os.kill(launcher, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
-    return _kill_uids(uids_of(pid), wait_s)
+    return _kill_until_gone(uids_of(pid), wait_s)
 
 
-def _kill_uids(uids: range, wait_s: float) -> int:
-    pids = _live_pids_of(uids)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
+def _kill_until_gone(uids: range, wait_s: float) -> int:
+    """Kill, then scan again until a scan finds nothing: a launcher may start a sandbox between
+    one scan and its kill, and that sandbox only shows up in the next scan."""
+    killed: set[int] = set()
     deadline = time.monotonic() + wait_s
-    while pids and _live_pids_of(uids) and time.monotonic() < deadline:
+    while found := _processes_of(uids, launchers=True):
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed.add(pid)
+        if time.monotonic() > deadline:
+            break
         time.sleep(0.01)
-    return len(pids)
+    return len(killed)
 
 
 _bwrap_checked: dict[str, str | None] = {}
