@@ -288,7 +288,7 @@ def test_an_unusable_compiler_cache_is_an_infrastructure_error(tmp_path: Path) -
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ValueError, match="simulator='modelsim' is not one of icarus, verilator"):
+    with pytest.raises(ValueError, match="verilog gym option simulator='modelsim': use one of icarus, verilator"):
         VerilogGym(simulator="modelsim")
     with pytest.raises(ValueError, match="no task matches"):
         VerilogGym(tasks="nothing*")

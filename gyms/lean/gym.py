@@ -24,6 +24,7 @@ from pathlib import Path
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.lean.episode import LeanEpisode, Settings
 from gyms.lean.tasks import LeanTask, check_split, core_tasks, directory_tasks, minif2f_tasks
+from gyms.options import Options
 
 BACKENDS = ("wasm", "native")
 MODES = ("warm", "cold")
@@ -39,6 +40,9 @@ LOOP_PROOF = """by
         && w && x) = (x && w && v && u && t && s && r && q && p && o && n && m && l && k && j && i && h && g && f
         && e && d && c && b && a) := by decide
   exact absurd h (by decide)"""
+
+
+_OPTIONS = Options("lean")
 
 
 class LeanGym(Gym):
@@ -60,14 +64,14 @@ class LeanGym(Gym):
         lean: str | None = None,
     ) -> None:
         self.source = str(source)
-        backend = _choice("backend", backend, BACKENDS)
-        timeout = (
-            CHECK_TIMEOUT_S[backend] if check_timeout_s in (None, "") else _float("check_timeout_s", check_timeout_s)
-        )
+        backend = _OPTIONS.choice("backend", backend, BACKENDS)
+        timeout = CHECK_TIMEOUT_S[backend]
+        if check_timeout_s not in (None, ""):
+            timeout = _OPTIONS.seconds("check_timeout_s", check_timeout_s)
         self.settings = Settings(
             backend=backend,
-            mode=_choice("mode", mode, MODES),
-            checkers=_int("checkers", checkers, 1),
+            mode=_OPTIONS.choice("mode", mode, MODES),
+            checkers=_OPTIONS.whole("checkers", checkers, 1),
             check_timeout_s=timeout,
             cold_start_s=COLD_START_S[backend],
             wasm_dir=wasm_dir or None,
@@ -76,7 +80,7 @@ class LeanGym(Gym):
             project=project or None,
             lean=lean or None,
         )
-        self.max_turns = _int("max_turns", max_turns, 1)
+        self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
         if self.source != "core" and backend == "wasm":
             raise ValueError(
                 f"source {self.source!r} states theorems over Mathlib, which the wasm Lean does not have: use "
@@ -138,29 +142,3 @@ class LeanGym(Gym):
         described = super().describe()
         described.update(backend=self.settings.backend, mode=self.settings.mode, source=self.source)
         return described
-
-
-def _choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
-    if str(value) not in allowed:
-        raise ValueError(f"lean gym option {option}={value!r}: use one of {', '.join(allowed)}")
-    return str(value)
-
-
-def _int(option: str, value: int | str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"lean gym option {option}={value!r} must be a whole number") from None
-    if number < minimum:
-        raise ValueError(f"lean gym option {option}={number} must be at least {minimum}")
-    return number
-
-
-def _float(option: str, value: float | str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"lean gym option {option}={value!r} must be a number of seconds") from None
-    if number <= 0:
-        raise ValueError(f"lean gym option {option}={number} must be positive")
-    return number

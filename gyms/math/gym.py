@@ -16,6 +16,7 @@ from typing import Any
 from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
 from gyms.math.extract import extract_answer
 from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
+from gyms.options import Options
 from gyms.sandbox import SandboxError
 from gyms.warm import WarmCrash, WarmProcess, WarmTimeout
 
@@ -84,6 +85,9 @@ def _error(what: str, detail: object, info: dict[str, Any]) -> Verdict:
     return Verdict(0.0, Outcome.ERROR, f"internal error: {what}", {**info, "error": str(detail)})
 
 
+_OPTIONS = Options("math")
+
+
 class MathGym(Gym):
     """Options (strings from the command line are accepted): `source` ("reasoning-gym",
     "addition" for small sums, or a DAPO-Math parquet path), `size` (generated tasks per
@@ -97,9 +101,9 @@ class MathGym(Gym):
         self, source: str = REASONING_GYM, size: int | str = 64, seed: int | str = 0, max_turns: int | str = 2
     ) -> None:
         self.source = str(source)
-        self.size = _int_option("size", size, minimum=0)
-        self.seed = _int_option("seed", seed, minimum=0)
-        self.max_turns = _int_option("max_turns", max_turns, minimum=1)
+        self.size = _OPTIONS.whole("size", size, 0)
+        self.seed = _OPTIONS.whole("seed", seed, 0)
+        self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
         self._tasks: dict[str, list[Task]] = {}
 
     def tasks(self, split: str = "train") -> list[Task]:
@@ -173,16 +177,6 @@ def _flip_first_sign(gold: str) -> str | None:
                 return gold[: start - 1] + gold[start:]
             return gold[:start] + "-" + gold[start:]
     return None
-
-
-def _int_option(name: str, value: int | str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"math gym option {name}={value!r} must be a whole number") from None
-    if number < minimum:
-        raise ValueError(f"math gym option {name}={number} must be at least {minimum}")
-    return number
 
 
 def _package(distribution: str, requirement: str) -> ToolCheck:

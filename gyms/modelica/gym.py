@@ -12,10 +12,14 @@ from gyms.modelica.backend import BACKENDS, BackendConfig, tool_checks
 from gyms.modelica.catalog import SPLITS, TaskSpec, load_catalog
 from gyms.modelica.episode import ModelicaEpisode
 from gyms.modelica.library import LIBRARY_ROOT, library_names
+from gyms.options import Options
 
 # A step simulates at most three models: the reference, the answer, the reference with the
 # answer's tuned parameters. Each has its own call timeout.
 _CALLS_PER_STEP = 3
+
+
+_OPTIONS = Options("modelica")
 
 
 class ModelicaGym(Gym):
@@ -40,14 +44,12 @@ class ModelicaGym(Gym):
         sim_timeout_s: float | str = 3.0,
         warm: bool | str = True,
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown Modelica backend {backend!r}; use one of {', '.join(BACKENDS)}")
-        self.max_turns = _number("max_turns", max_turns, int, minimum=1)
+        self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
         self.config = BackendConfig(
-            kind=backend,
+            kind=_OPTIONS.choice("backend", backend, BACKENDS),
             roots=(str(LIBRARY_ROOT), *_library_roots(library_root)),
-            sim_timeout_s=_number("sim_timeout_s", sim_timeout_s, float, minimum=0.1),
-            warm=_flag("warm", warm),
+            sim_timeout_s=_OPTIONS.seconds("sim_timeout_s", sim_timeout_s),
+            warm=_OPTIONS.flag("warm", warm),
         )
         self.step_timeout_s = _CALLS_PER_STEP * self.config.call_timeout_s
         self._specs = {spec.id: spec for spec in load_catalog()}
@@ -87,23 +89,3 @@ def _library_roots(option: str | None) -> list[str]:
                 "NAME/package.mo (or NAME.mo), not the library's own directory"
             )
     return [str(Path(r).resolve()) for r in roots]
-
-
-def _number(name: str, value: object, kind: type[int] | type[float], minimum: float) -> int | float:
-    try:
-        number = kind(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"modelica gym option {name}={value!r} must be a {kind.__name__}") from None
-    if number < minimum:
-        raise ValueError(f"modelica gym option {name}={number} must be at least {minimum}")
-    return number
-
-
-def _flag(name: str, value: bool | str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"modelica gym option {name}={value!r} must be true or false")

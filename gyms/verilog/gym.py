@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import fnmatch
 import random
-from collections.abc import Sequence
 from functools import cached_property
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
+from gyms.options import Options
 from gyms.verilog.benches import BenchOptions
 from gyms.verilog.candidates import builtin_candidates, loader_candidates
 from gyms.verilog.episode import Settings, VerilogEpisode
@@ -41,6 +41,9 @@ SIM_BASE_S = {"sv": 2.0, "cocotb": 5.0}  # cocotb: start-up of the embedded Pyth
 SIM_PER_VECTOR_S = {"sv": 0.0005, "cocotb": 0.001}  # measured ~4 us (sv) and ~40 us (cocotb) per vector
 EXTERNAL_SIM_TIMEOUT_S = 10.0
 STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
+
+
+_OPTIONS = Options("verilog")
 
 
 class VerilogGym(Gym):
@@ -64,25 +67,24 @@ class VerilogGym(Gym):
         ccache_dir: str | None = None,
     ) -> None:
         self.source = str(source)
-        self.simulator = _choice("simulator", simulator, SIMULATORS)
-        self.testbench = _choice("testbench", testbench, TESTBENCHES)
+        self.simulator = _OPTIONS.choice("simulator", simulator, SIMULATORS)
+        self.testbench = _OPTIONS.choice("testbench", testbench, TESTBENCHES)
         if self.testbench == "cocotb" and self.source != "builtin":
             raise ValueError("testbench=cocotb works with the built-in tasks only (source=builtin)")
-        self.vectors = None if vectors in (None, "") else _int("vectors", vectors, 1)
-        self.sequences = _int("sequences", sequences, 1)
-        self.seed = _int("seed", seed, 0)
+        self.vectors = None if vectors in (None, "") else _OPTIONS.whole("vectors", vectors, 1)
+        self.sequences = _OPTIONS.whole("sequences", sequences, 1)
+        self.seed = _OPTIONS.whole("seed", seed, 0)
         self.patterns = [p.strip() for p in str(tasks).split(",") if p.strip()]
-        self.max_turns = _int("max_turns", max_turns, 1)
-        self.waves = _bool("waves", waves)
-        self.keep_artifacts = _bool("keep_artifacts", keep_artifacts)
+        self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
+        self.waves = _OPTIONS.flag("waves", waves)
+        self.keep_artifacts = _OPTIONS.flag("keep_artifacts", keep_artifacts)
         self.ccache_dir = ccache_dir
-        self.compile_timeout_s = (
-            COMPILE_TIMEOUT_S[self.simulator] if compile_timeout_s in (None, "") else
-            _float("compile_timeout_s", compile_timeout_s)
-        )  # fmt: skip
-        self.sim_timeout_s = (
-            self._default_sim_timeout() if sim_timeout_s in (None, "") else _float("sim_timeout_s", sim_timeout_s)
-        )
+        self.compile_timeout_s = COMPILE_TIMEOUT_S[self.simulator]
+        if compile_timeout_s not in (None, ""):
+            self.compile_timeout_s = _OPTIONS.seconds("compile_timeout_s", compile_timeout_s)
+        self.sim_timeout_s = self._default_sim_timeout()
+        if sim_timeout_s not in (None, ""):
+            self.sim_timeout_s = _OPTIONS.seconds("sim_timeout_s", sim_timeout_s)
         self.step_timeout_s = self.compile_timeout_s + self.sim_timeout_s + STEP_SLACK_S
         if not self.tasks():
             raise ValueError(f"no task matches tasks={tasks!r}; `harness gyms list` shows the tasks")
@@ -147,41 +149,3 @@ class VerilogGym(Gym):
             (self.vectors or t.vectors) * self.sequences for t in builtin_tasks().values()
         )
         return SIM_BASE_S[self.testbench] + longest * SIM_PER_VECTOR_S[self.testbench]
-
-
-def _choice(option: str, value: str, allowed: Sequence[str]) -> str:
-    value = str(value).strip().lower()
-    if value not in allowed:
-        raise ValueError(f"{option}={value!r} is not one of {', '.join(allowed)}")
-    return value
-
-
-def _int(option: str, value: int | str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{option}={value!r} is not an integer") from None
-    if number < minimum:
-        raise ValueError(f"{option} must be at least {minimum}, got {number}")
-    return number
-
-
-def _float(option: str, value: float | str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{option}={value!r} is not a number") from None
-    if number <= 0:
-        raise ValueError(f"{option} must be positive, got {number}")
-    return number
-
-
-def _bool(option: str, value: bool | str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"{option}={value!r} is not true or false")
