@@ -9,21 +9,26 @@ Actors are spread over the nodes. An actor or node that dies turns its call into
 outcome and is replaced wherever resources allow.
 
 An episode's files stay on the node that made them: its next turn runs on that node (see
-`gyms.pool._Jobs`), and a finished episode is closed there. Ray is imported only here, so the
-local executor needs none.
+`gyms.pool._Jobs`), and a finished episode is closed there. A stopped actor's sandboxes (a warm
+checker, a step cut off by a host timeout) are killed on its node by a task sent there. Ray is
+imported only here, so the local executor needs none.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from gyms.base import Episode, StepResult
 from gyms.pool import START_TIMEOUT_S, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here
 from gyms.registry import load_class, make
+from gyms.sandbox import kill_sandboxes_of
 
 CPUS_PER_WORKER = 1
+CLEANUP_TIMEOUT_S = 15.0
 
 
 def pin_resource(gym_name: str) -> str:
@@ -38,11 +43,12 @@ class GymWorker:
         import ray
 
         make(gym, **options)  # a node without the gym fails here, at start-up, not mid-run
-        context = ray.get_runtime_context()
-        self._node = node_label(ray.util.get_node_ip_address(), context.get_node_id())
+        node_id = ray.get_runtime_context().get_node_id()
+        self._where = (node_label(ray.util.get_node_ip_address(), node_id), node_id, os.getpid())
 
-    def node(self) -> str:
-        return self._node
+    def where(self) -> tuple[str, str, int]:
+        """The node's label and id, and this actor's process id there."""
+        return self._where
 
     def step(self, episode: Episode, action: str) -> tuple[Any, ...]:
         reply = step_here(episode, action)
@@ -51,12 +57,36 @@ class GymWorker:
         return reply
 
 
+def clean_up_after(pid: int) -> int:
+    """Run on a stopped actor's node: wait for its process to end, then kill the sandboxes it
+    left (as root they outlive it, see `gyms.sandbox.kill_sandboxes_of`); returns how many."""
+    deadline = time.monotonic() + CLEANUP_TIMEOUT_S - 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return kill_sandboxes_of(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class _Actor:
+    handle: Any
+    node_id: str
+    pid: int
+
+
 def node_label(ip: str, node_id: str) -> str:
     """A node as reports show it: its address, and a short id (nodes can share an address)."""
     return f"{ip}/{node_id[:8]}"
 
 
-class RayGymPool(SlotPool[Any]):
+class RayGymPool(SlotPool[_Actor]):
     """Gym workers as Ray actors. `address`: a running cluster (`ray start --head` prints it);
     None starts a one-node Ray here with this machine's cores, and stops it on close."""
 
@@ -83,6 +113,7 @@ class RayGymPool(SlotPool[Any]):
                 raise ValueError(f"{workers} gym workers asked for, but the Ray cluster has room for {capacity} "
                                  f"(each needs {self._needs()}); add nodes or lower --gym-workers")  # fmt: skip
             self._actor = ray.remote(GymWorker)
+            self._clean_up_after = ray.remote(clean_up_after)
             super().__init__(workers or capacity, step_timeout_s)
         except BaseException:
             self._disconnect()
@@ -94,14 +125,14 @@ class RayGymPool(SlotPool[Any]):
 
     # -- the executor ------------------------------------------------------------------------
 
-    def _start(self) -> tuple[Any, str]:
+    def _start(self) -> tuple[_Actor, str]:
         ray = self._ray
         # max_concurrency 1: steps run one at a time on the actor's main thread (math-verify's signals need it)
         actor = self._actor.options(
             num_cpus=CPUS_PER_WORKER, resources=self.resources, max_concurrency=1, max_restarts=0,
             scheduling_strategy="SPREAD",
         ).remote(self._gym, self._options)  # fmt: skip
-        hello = actor.node.remote()
+        hello = actor.where.remote()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not ray.wait([hello], timeout=1.0)[0]:  # short waits: close() must not wait a minute
             if self._closed or time.monotonic() > deadline:
@@ -110,15 +141,16 @@ class RayGymPool(SlotPool[Any]):
                     f"no Ray node had room for a gym worker ({self._needs()}) within {START_TIMEOUT_S:.0f} s"
                 )
         try:
-            return actor, ray.get(hello)
+            label, node_id, pid = ray.get(hello)
         except ray.exceptions.RayError as exc:
             ray.kill(actor)
             raise WorkerStartFailed(f"the gym worker actor died at start-up: {_last_line(exc)}") from None
+        return _Actor(actor, node_id, pid), label
 
-    def _call(self, worker: Any, job: Job) -> tuple[Episode, StepResult, bool]:
+    def _call(self, worker: _Actor, job: Job) -> tuple[Episode, StepResult, bool]:
         exceptions = self._ray.exceptions
         try:
-            ref = worker.step.remote(job.episode, job.action)
+            ref = worker.handle.step.remote(job.episode, job.action)
         except Exception as exc:  # the gym's episode is not picklable
             return *failed(job, f"the episode could not be sent to a worker: {exc!r}"), False
         try:
@@ -131,10 +163,20 @@ class RayGymPool(SlotPool[Any]):
             return *failed(job, f"the worker's answer could not be read: {_last_line(exc)}"), False
         return *answer(job, reply), False
 
-    def _stop(self, worker: Any) -> None:
+    def _stop(self, worker: _Actor) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ray = self._ray
         try:
-            self._ray.kill(worker, no_restart=True)
+            ray.kill(worker.handle, no_restart=True)
         except Exception:  # already gone with its node
+            pass
+        # No CPU asked: the node is full of gym workers. A dead node fails the task at once.
+        on_its_node = NodeAffinitySchedulingStrategy(worker.node_id, soft=False)
+        cleanup = self._clean_up_after.options(num_cpus=0, scheduling_strategy=on_its_node).remote(worker.pid)
+        try:
+            ray.get(cleanup, timeout=CLEANUP_TIMEOUT_S)
+        except ray.exceptions.RayError:  # the node is gone, and its processes with it
             pass
 
     # -- the cluster -------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -157,6 +159,16 @@ def test_a_crash_or_a_hang_replaces_the_worker_and_a_gym_bug_does_not(cluster):
     assert hung.result.outcome is Outcome.ERROR and "host timeout" in hung.result.info["error"]
     assert after.result.outcome is Outcome.PASS
     assert restarts == 2
+
+
+def test_a_dead_actor_leaves_no_sandboxed_process_on_its_node(cluster):
+    gym = NodeGym()
+    seconds = f"{600 + random.random():.6f}"  # names this test's process among all others
+    with RayGymPool("ray_gyms:NodeGym", workers=1, address=cluster.address) as pool:
+        call = pool.step(gym.open(gym.tasks()[0]), f"orphan:{seconds}")
+        assert call.result.outcome is Outcome.ERROR and "died" in call.result.info["error"]
+        left = subprocess.run(["pgrep", "-f", f"sleep {seconds}"], capture_output=True, text=True).stdout.split()
+        assert left == [], "the dead actor's sandbox outlived it"
 
 
 def test_workers_that_cannot_start_break_the_pool_with_the_reason(cluster):
