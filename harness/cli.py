@@ -67,8 +67,8 @@ def gyms_list() -> None:
 @gyms_app.command("check")
 def gyms_check(
     name: str,
-    limit: Annotated[Optional[int], typer.Option(help="Check only the first K tasks.")] = None,
-    workers: Annotated[Optional[int], typer.Option(help="Gym pool size (default: core count).")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Check only the first K tasks.")] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")] = None,
     split: str = "train",
     gym_option: GymOptions = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -138,8 +138,8 @@ def _benchmark_table(summary: dict) -> Table:
 @gyms_app.command("profile")
 def gyms_profile(
     name: str,
-    limit: Annotated[Optional[int], typer.Option(help="Profile only the first K tasks.")] = None,
-    workers: Annotated[Optional[int], typer.Option(help="Gym pool size (default: core count).")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Profile only the first K tasks.")] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Card path (default: RESULTS/cards/NAME.json).")] = None,
     results: Annotated[Path, typer.Option(help="The results root (for the default --out).")] = Path("results"),
     gym_option: GymOptions = None,
@@ -178,7 +178,7 @@ def benchmark(
     steps: Annotated[int, typer.Option(min=2, help="Optimizer steps per mode; the first is warm-up.")] = 10,
     policy: Annotated[str, typer.Option(help="replay, tiny, or hf:PATH[@DEVICE].")] = "replay",
     profile: Annotated[str, typer.Option(help="Hardware profile for replay: a name or a JSON file.")] = "h100-qwen3-4b",
-    gym_workers: Annotated[Optional[int], typer.Option(help="Gym pool size (default: core count).")] = None,
+    gym_workers: Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")] = None,
     batch: Annotated[int, typer.Option(min=1, help="Prompts (groups) per optimizer step.")] = 4,
     group: Annotated[int, typer.Option(min=1, help="Samples per prompt (GRPO group size).")] = 4,
     max_staleness: Annotated[int, typer.Option(min=0, help="Async: how many versions a sample may lag.")] = 1,

@@ -54,6 +54,8 @@ def test_benchmark_bad_input_is_one_clear_line(tmp_path):
         (["--gym", "math", "--profile", "b200"], "unknown hardware profile"),
         (["--gym", "math", "--policy", "gpt"], "unknown policy"),
         (["--gym", "math", "--mode", "sideways"], "use both, sync or async"),
+        (["--gym", "math", "--gym-workers", "0"], "Invalid value for '--gym-workers'"),
+        (["--gym", "math", "-o", "size=many"], "math gym option size='many' must be a whole number"),
     ]:
         out = harness("benchmark", *args, "--results", str(tmp_path))
         assert out.returncode != 0
