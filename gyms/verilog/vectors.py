@@ -38,14 +38,6 @@ def pack(values: dict[str, int | None], ports: Sequence[Port]) -> tuple[int, int
     return word, care
 
 
-def unpack(word: int, ports: Sequence[Port]) -> dict[str, int]:
-    values = {}
-    for port in reversed(ports):
-        values[port.name] = word & port.mask
-        word >>= port.width
-    return values
-
-
 def make_vectors(task: DesignTask, seed: int, vectors: int, sequences: int) -> Vectors:
     rng = random.Random(f"{seed}/{task.id}")  # str seeds are stable across Python versions
     stimulus: list[int] = []
