@@ -48,7 +48,6 @@ class Launch:
 
 class WasmBackend:
     name = "wasm"
-    mathlib = False
     axioms_by_request = True  # `#print axioms` refuses to run in this build (see HeavyCheck.lean)
     checker_memory_gb = 1.6  # 1.4 GB measured resident (docs/gyms/lean.md), plus room for a heavy proof
     start_timeout_s = 240.0  # ~20 s idle; generous for a loaded 2-core machine
@@ -93,7 +92,6 @@ class WasmBackend:
 
 class NativeBackend:
     name = "native"
-    mathlib = True  # if the project has it; a missing import shows as a failed header
     axioms_by_request = False  # `#print axioms` works natively
     checker_memory_gb = 8.0  # a REPL that imported Mathlib; far less for core Lean
     start_timeout_s = 600.0  # importing Mathlib from a cold disk cache
