@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +38,17 @@ class BenchmarkSpec:
         executors.check(self.executor, self.ray_address)
 
 
+class BenchmarkInterrupted(Exception):
+    """Ctrl-C during a run. The modes that finished are kept in `run_dir`, with a summary that
+    says the run was interrupted; a run in which no mode finished leaves nothing (run_dir None)."""
+
+    def __init__(self, mode: str, run_dir: Path | None) -> None:
+        kept = f"the finished modes are kept in {run_dir}" if run_dir else "no mode had finished: nothing was written"
+        super().__init__(f"interrupted during the {mode} mode; {kept}")
+        self.mode = mode
+        self.run_dir = run_dir
+
+
 def run_benchmark(
     spec: BenchmarkSpec,
     results_root: Path = record.RESULTS,
@@ -61,21 +73,30 @@ def run_benchmark(
             "modes": {},
         }
         summary["gym_workers"] = pool.workers
-        for mode in spec.modes:
-            policy = make_policy(spec.policy, gym, profile, spec.seed)
-            summary["policy"] = policy.describe()
-            summary["emulated"] = policy.emulated
-            summary["profile"] = asdict(profile) if policy.emulated else None
-            config = RunConfig(
-                mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,
-                max_staleness=spec.max_staleness, seed=spec.seed,
-            )  # fmt: skip
-            callback = (lambda s, m=mode: on_step(m, s)) if on_step else None
-            result = run(gym, policy, pool, config, on_step=callback)
-            summary["modes"][mode] = summarize(result)
-            record.write_steps(run_dir / "steps.csv", mode, result)
-            record.write_buffer_depth(run_dir / "buffer.csv", mode, result)
-            result.timeline.write_jsonl(run_dir / "timeline.jsonl", mode)
+        mode = spec.modes[0]
+        try:
+            for mode in spec.modes:
+                policy = make_policy(spec.policy, gym, profile, spec.seed)
+                summary["policy"] = policy.describe()
+                summary["emulated"] = policy.emulated
+                summary["profile"] = asdict(profile) if policy.emulated else None
+                config = RunConfig(
+                    mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,
+                    max_staleness=spec.max_staleness, seed=spec.seed,
+                )  # fmt: skip
+                callback = (lambda s, m=mode: on_step(m, s)) if on_step else None
+                result = run(gym, policy, pool, config, on_step=callback)
+                summary["modes"][mode] = summarize(result)
+                record.write_steps(run_dir / "steps.csv", mode, result)
+                record.write_buffer_depth(run_dir / "buffer.csv", mode, result)
+                result.timeline.write_jsonl(run_dir / "timeline.jsonl", mode)
+        except KeyboardInterrupt:
+            if not summary["modes"]:
+                shutil.rmtree(run_dir)
+                raise BenchmarkInterrupted(mode, None) from None
+            summary["interrupted"] = f"during the {mode} mode"  # harness leaderboard leaves it out
+            record.write_summary(run_dir / "summary.json", summary)
+            raise BenchmarkInterrupted(mode, run_dir) from None
     if {"sync", "async"} <= set(summary["modes"]):
         summary["comparison"] = compare(summary["modes"]["sync"], summary["modes"]["async"])
     record.write_summary(run_dir / "summary.json", summary)

@@ -15,7 +15,7 @@ from rich.table import Table
 from gyms.conformance import CheckResult, check_gym
 from gyms.pool import GymPoolBroken
 from gyms.registry import GymLoadError, UnknownGymError, make, registered
-from harness.benchmark import BenchmarkSpec, run_benchmark
+from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark
 from harness.leaderboard import publish
 from harness.report import write_report
 from harness.rundir import find_run
@@ -390,3 +390,6 @@ def main() -> None:
     except (GymLoadError, UnknownGymError, GymPoolBroken, PipelineFailure, ValueError) as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)
+    except BenchmarkInterrupted as exc:
+        err.print(f"[yellow]{exc}[/]")
+        sys.exit(130)  # the shell's code for a command ended by Ctrl-C

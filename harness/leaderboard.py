@@ -103,6 +103,9 @@ def publish(results_root: Path) -> Published:
     for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
         try:
             summary = load_summary(path)
+            if "interrupted" in summary:
+                warnings.append(f"skipped {path}: the run was interrupted {summary['interrupted']}")
+                continue
             if not (path / REPORT).is_file():  # a run from before reports, or one copied in
                 write_report(path)
         except RunDirError as exc:

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 from conftest import harness
 
@@ -61,6 +66,38 @@ def test_benchmark_bad_input_is_one_clear_line(tmp_path):
         assert out.returncode != 0
         assert message in out.stdout + out.stderr
         assert "Traceback" not in out.stdout + out.stderr
+
+
+def interrupt_benchmark(results: Path, when: str) -> tuple[int, str]:
+    """Ctrl-C a real `harness benchmark` as soon as it prints `when`; its exit code and output."""
+    exe = Path(sys.executable).parent / "harness"
+    args = ["benchmark", "--gym", "math", "--steps", "4", "--batch", "1", "--group", "2", "--results", str(results)]
+    with subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}) as proc:  # fmt: skip
+        seen = ""
+        for line in proc.stdout:  # type: ignore[union-attr]
+            seen += line
+            if when in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        seen += proc.stdout.read()  # type: ignore[union-attr]
+        return proc.wait(timeout=60), seen
+
+
+def test_ctrl_c_keeps_the_finished_modes_and_nothing_half_done(tmp_path):
+    code, out = interrupt_benchmark(tmp_path, "sync  step   1/4")
+    assert code == 130 and "no mode had finished: nothing was written" in out
+    assert not list((tmp_path / "runs").iterdir()), "an interrupted first mode leaves no run directory"
+
+    code, out = interrupt_benchmark(tmp_path, "async step   1/4")
+    assert code == 130 and "interrupted during the async mode" in out and "Traceback" not in out
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["interrupted"] == "during the async mode" and list(summary["modes"]) == ["sync"]
+    assert {row["mode"] for row in csv.DictReader((run_dir / "steps.csv").open())} == {"sync"}
+    published = harness("leaderboard", "--results", str(tmp_path), env={"COLUMNS": "300"})
+    assert published.returncode == 0 and published.stdout.startswith("0 rows")
+    assert "the run was interrupted during the async mode" in published.stderr
 
 
 def test_calibrate_writes_a_profile_that_benchmark_accepts(tmp_path):
