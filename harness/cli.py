@@ -376,7 +376,8 @@ def plan(
     cluster = planner.Cluster(nodes, accelerators, cores_per_node)
     cost, where = find_card(gym, results, card)
     stages = from_profile(load_profile(profile))
-    result = planner.plan(cost, stages, cluster, batch, group, target_idle, max_staleness_limit, steps, seed)
+    result = planner.plan(cost, stages, cluster, batch, group, target_idle, max_staleness_limit, steps, seed,
+                          on_try=lambda line: err.print(f"  {line}", highlight=False))  # fmt: skip
     if as_json:
         print(json.dumps(planner.to_json(result, where, stages.source), indent=2, sort_keys=True))
         return

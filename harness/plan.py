@@ -17,6 +17,7 @@ n >= 1.3 x lambda x E[S], with lambda the gym calls per second when the accelera
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -108,7 +109,9 @@ def plan(
     staleness_limit: int = 4,
     steps: int = 40,
     seed: int = 0,
+    on_try: Callable[[str], None] | None = None,
 ) -> Plan:
+    """`on_try` hears one line per simulation as it finishes (a large cluster takes minutes)."""
     if not 0 < target_idle < 1:
         raise ValueError(f"--target-idle is a ratio in (0, 1), got {target_idle}")
     if staleness_limit < 1:
@@ -121,8 +124,12 @@ def plan(
     def idle(staleness: int, per_node: int) -> float:
         key = staleness, per_node
         if key not in tried:
+            started = time.monotonic()
             config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
             tried[key] = simulate_modes(card, stages, config, ("async",))["modes"]["async"]["trainer_idle_ratio"]
+            if on_try is not None:
+                on_try(f"simulated max_staleness {staleness}, {per_node} gym workers per node: async trainer idle "
+                       f"{tried[key]:.1%} ({time.monotonic() - started:.2f} s)")  # fmt: skip
         return tried[key]
 
     choice = None
@@ -136,6 +143,8 @@ def plan(
         choice = best, cluster.cores_per_node
     staleness, per_node = choice
     config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
+    if on_try is not None:
+        on_try(f"chosen: max_staleness {staleness}, {per_node} gym workers per node; simulating sync and async")
     summary = simulate_modes(card, stages, config, ("sync", "async"))
     rule = sizing_rule(card, stages, cluster, batch, group_size)
     result = Plan(cluster, batch, group_size, target_idle, rule, per_node, staleness, reached, summary,

@@ -94,6 +94,9 @@ def test_plan_for_verilog_on_8_accelerators(monkeypatch, capsys):
     assert "card: " in out and "verilog" in out
     assert "sizing rule: lambda = " in out and "gym workers per node, max_staleness" in out
     assert "predicted trainer idle ratio: async" in out and "speedup" in out
+    # progress on stderr, one line per simulation (a large cluster takes minutes)
+    assert "simulated max_staleness 1, 192 gym workers per node: async trainer idle" in err
+    assert "chosen: max_staleness" in err
 
 
 def test_plan_json(monkeypatch, capsys):
