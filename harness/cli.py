@@ -377,7 +377,7 @@ def plan(
     cost, where = find_card(gym, results, card)
     stages = from_profile(load_profile(profile))
     result = planner.plan(cost, stages, cluster, batch, group, target_idle, max_staleness_limit, steps, seed,
-                          on_try=lambda line: err.print(f"  {line}", highlight=False))  # fmt: skip
+                          on_try=lambda line: err.print(f"  {line}", highlight=False, soft_wrap=True))  # fmt: skip
     if as_json:
         print(json.dumps(planner.to_json(result, where, stages.source), indent=2, sort_keys=True))
         return

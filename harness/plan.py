@@ -132,10 +132,12 @@ def plan(
                        f"{tried[key]:.1%} ({time.monotonic() - started:.2f} s)")  # fmt: skip
         return tried[key]
 
+    rule = sizing_rule(card, stages, cluster, batch, group_size)
     choice = None
     for staleness in range(1, staleness_limit + 1):
         if idle(staleness, cluster.cores_per_node) <= target_idle:
-            choice = (staleness, _fewest(lambda n, s=staleness: idle(s, n) <= target_idle, cluster.cores_per_node))
+            fewest = _fewest(lambda n, s=staleness: idle(s, n) <= target_idle, cluster.cores_per_node, rule.per_node)
+            choice = staleness, fewest
             break
     reached = choice is not None
     if choice is None:  # the target is out of reach: the best there is, with every core
@@ -146,22 +148,37 @@ def plan(
     if on_try is not None:
         on_try(f"chosen: max_staleness {staleness}, {per_node} gym workers per node; simulating sync and async")
     summary = simulate_modes(card, stages, config, ("sync", "async"))
-    rule = sizing_rule(card, stages, cluster, batch, group_size)
     result = Plan(cluster, batch, group_size, target_idle, rule, per_node, staleness, reached, summary,
                   sorted((s, n, i) for (s, n), i in tried.items()), [])  # fmt: skip
     result.warnings.extend(_warnings(result))
     return result
 
 
-def _fewest(good: Callable[[int], bool], most: int) -> int:
-    """The smallest n in [1, most] with good(n), given good(most) (bisection; more workers help)."""
-    low, high = 1, most
-    while low < high:
+def _fewest(good: Callable[[int], bool], most: int, guess: int) -> int:
+    """The smallest n in [1, most] with good(n), given good(most) (more workers help).
+
+    Each good(n) is a simulation, minutes long for a large cluster, so the search starts at
+    `guess` (the sizing rule's answer, usually close), gallops away from it in doubling steps
+    until the answer is bracketed, then bisects the bracket.
+    """
+    guess = min(max(guess, 1), most)
+    step = 1
+    if good(guess):  # the answer is guess or below
+        high = guess
+        while high - step >= 1 and good(high - step):
+            high, step = high - step, step * 2
+        low = max(high - step, 0)  # not good, or 0: below the range
+    else:  # the answer is above guess
+        low = guess
+        while low + step < most and not good(low + step):
+            low, step = low + step, step * 2
+        high = min(low + step, most)
+    while high - low > 1:  # good(high); low is not good (or 0)
         mid = (low + high) // 2
         if good(mid):
             high = mid
         else:
-            low = mid + 1
+            low = mid
     return high
 
 

@@ -12,7 +12,7 @@ from in_process import harness_here
 
 from harness import costcard
 from harness.costcard import CostCard, turn_pmf
-from harness.plan import Cluster, plan, sizing_rule
+from harness.plan import Cluster, _fewest, plan, sizing_rule
 from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig
 from harness.sim.stages import Stages, from_profile
@@ -41,6 +41,17 @@ def test_the_recommendation_keeps_the_simulated_idle_ratio_under_target():
     assert p.summary["modes"]["async"]["trainer_idle_ratio"] <= 0.05
     assert p.summary["comparison"]["speedup"] > 1
     assert p.buffer_groups == (p.max_staleness + 1) * p.batch_groups
+
+
+def test_the_worker_search_finds_the_fewest_from_any_guess_in_few_simulations():
+    for most in (1, 2, 7, 192):
+        for answer in range(1, most + 1):
+            for guess in {1, answer - 1, answer, answer + 1, most // 2, most, most + 5}:
+                asked: list[int] = []
+                found = _fewest(lambda n, a=answer: asked.append(n) or n >= a, most, guess)
+                assert found == answer and all(1 <= n <= most for n in asked)
+                if guess == answer:  # the sizing rule was right: confirming it takes two looks
+                    assert len(asked) <= 2
 
 
 def test_the_sizing_rule_by_hand():
