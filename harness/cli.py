@@ -23,7 +23,7 @@ from trainer.buffer import PipelineFailure
 from trainer.pipeline import StepRecord
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-gyms_app = typer.Typer(no_args_is_help=True, help="List and check the installed gyms.")
+gyms_app = typer.Typer(no_args_is_help=True, help="List, check and profile the installed gyms.")
 app.add_typer(gyms_app, name="gyms")
 console = Console()
 err = Console(stderr=True)
