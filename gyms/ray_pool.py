@@ -25,7 +25,7 @@ from typing import Any
 from gyms.base import Episode, StepResult
 from gyms.pool import START_TIMEOUT_S, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here
 from gyms.registry import load_class, make
-from gyms.sandbox import kill_sandboxes_of
+from gyms.sandbox import alive, kill_sandboxes_of
 
 CPUS_PER_WORKER = 1
 CLEANUP_TIMEOUT_S = 15.0
@@ -61,17 +61,9 @@ def clean_up_after(pid: int) -> int:
     """Run on a stopped actor's node: wait for its process to end, then kill the sandboxes it
     left (as root they outlive it, see `gyms.sandbox.kill_sandboxes_of`); returns how many."""
     deadline = time.monotonic() + CLEANUP_TIMEOUT_S - 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return kill_sandboxes_of(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True)

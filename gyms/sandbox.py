@@ -438,19 +438,21 @@ def _processes_of(ids: range, *, launchers: bool = False) -> list[int]:
     """Live (not zombie) processes whose real uid is one of `ids`; with `launchers`, also those
     whose real gid is: the root processes starting a sandbox under that id (see `Sandbox.popen`).
 
-    Ids come from /proc/PID/status, not from the owner of /proc/PID: a process that has just
-    changed uid is not dumpable until its next exec, and /proc shows it as root's.
+    Without `launchers` (after every run, the hot path) only processes that /proc/PID shows as
+    owned by one of `ids` are read. With it, every process is: one that has just changed uid is
+    not dumpable until its next exec, and /proc shows it as root's; only its status tells.
     """
     pids = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            status = Path(entry.path, "status").read_text()
-            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-            if fields["State"].startswith("Z"):
+            if not launchers and entry.stat().st_uid not in ids:
                 continue
-            real_uid, real_gid = int(fields["Uid"].split()[0]), int(fields["Gid"].split()[0])
+            status = _status(entry.path)
+            if status["State"].startswith("Z"):
+                continue
+            real_uid, real_gid = int(status["Uid"].split()[0]), int(status["Gid"].split()[0])
             if real_uid in ids or (launchers and real_gid in ids):
                 pids.append(int(entry.name))
         except (FileNotFoundError, ProcessLookupError, KeyError, IndexError, ValueError):
@@ -458,13 +460,28 @@ def _processes_of(ids: range, *, launchers: bool = False) -> list[int]:
     return pids
 
 
+def _status(proc_dir: str) -> dict[str, str]:
+    """/proc/PID/status as a dict (raises FileNotFoundError once the process is gone)."""
+    text = Path(proc_dir, "status").read_text()
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        return not _status(f"/proc/{pid}")["State"].startswith("Z")
+    except (FileNotFoundError, ProcessLookupError, KeyError):
+        return False
+
+
 def count_processes(uid: int) -> int:
     return len(_processes_of(range(uid, uid + 1)))
 
 
 def kill_uid(uid: int, wait_s: float = 2.0) -> int:
-    """SIGKILL every process of host uid `uid` and wait until they are dead; returns how many."""
-    return _kill_until_gone(range(uid, uid + 1), wait_s)
+    """SIGKILL every process of host uid `uid` and wait until they are dead; returns how many.
+    For after a run, when the sandbox's launcher has been reaped (else `kill_sandboxes_of`)."""
+    return _kill_until_gone(range(uid, uid + 1), wait_s, launchers=False)
 
 
 def uids_of(pid: int) -> range:
@@ -482,15 +499,15 @@ def kill_sandboxes_of(pid: int, wait_s: float = 2.0) -> int:
     """
     if os.geteuid() != 0:
         return 0
-    return _kill_until_gone(uids_of(pid), wait_s)
+    return _kill_until_gone(uids_of(pid), wait_s, launchers=True)
 
 
-def _kill_until_gone(uids: range, wait_s: float) -> int:
+def _kill_until_gone(uids: range, wait_s: float, launchers: bool) -> int:
     """Kill, then scan again until a scan finds nothing: a launcher may start a sandbox between
     one scan and its kill, and that sandbox only shows up in the next scan."""
     killed: set[int] = set()
     deadline = time.monotonic() + wait_s
-    while found := _processes_of(uids, launchers=True):
+    while found := _processes_of(uids, launchers=launchers):
         for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
