@@ -102,6 +102,9 @@ class Episode(ABC):
     episode ends on a pass, on an infrastructure error, or when the turns run out.
     """
 
+    # Answers are capped before any parsing: model output is untrusted and may be degenerate.
+    max_answer_bytes: ClassVar[int] = 64 * 1024
+
     def __init__(self, task: Task, max_turns: int = 1) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
@@ -123,7 +126,12 @@ class Episode(ABC):
         if not isinstance(action, str):
             raise TypeError(f"an action is a str (the model's answer), got {type(action).__name__}")
         self.turn += 1
-        verdict = self.evaluate(action)
+        size = len(action.encode("utf-8", "surrogatepass"))
+        if size > self.max_answer_bytes:
+            feedback = f"The answer is {_kb(size)}; the limit is {_kb(self.max_answer_bytes)}. Answer again, shorter."
+            verdict = Verdict(0.0, Outcome.FAIL, feedback, {"answer_bytes": size})
+        else:
+            verdict = self.evaluate(action)
         self.done = verdict.outcome is not Outcome.FAIL or self.turn >= self.max_turns
         return StepResult(
             observation=verdict.feedback,
@@ -142,6 +150,10 @@ class Episode(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _kb(size: int) -> str:
+    return f"{size / 1024:.0f} KB" if size >= 1024 else f"{size} bytes"
 
 
 class Gym(ABC):

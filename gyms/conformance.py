@@ -21,6 +21,12 @@ GARBAGE_ACTIONS = {
     "whitespace": " \n\t \n",
     "binary-junk": "\x00\x01\x02\ufffd}{]][[\\boxed{ ```\n```verilog\nmodule endmodule theorem :=",
     "huge": "lorem ipsum " * 20_000,
+    # Degenerate, repetitive output a model really produces, shaped to make a careless extractor
+    # (regexes over fences, think tags, braces, answer lines) quadratic. Under the answer-size cap
+    # (`Episode.max_answer_bytes`) it is parsed, so parsing must be linear; over it, it is refused unread.
+    "repetitive-markup": ("<think>```verilog\nmodule m(\\boxed{{\\boxed{Answer: $x$ " * 2_000)[:60_000],
+    "unclosed-fences": "```\n" * 15_000,
+    "oversized": "<think>" + "a(" * 200_000,
 }
 # How far past its own step timeout a non-terminating action may take to come back as `fail`.
 TIMEOUT_SLACK_S = 3.0
