@@ -128,7 +128,7 @@ class Episode(ABC):
         self.turn += 1
         size = len(action.encode("utf-8", "surrogatepass"))
         if size > self.max_answer_bytes:
-            feedback = f"The answer is {_kb(size)}; the limit is {_kb(self.max_answer_bytes)}. Answer again, shorter."
+            feedback = f"The answer is {size:,} bytes; the limit is {self.max_answer_bytes:,}. Answer again, shorter."
             verdict = Verdict(0.0, Outcome.FAIL, feedback, {"answer_bytes": size})
         else:
             verdict = self.evaluate(action)
@@ -150,10 +150,6 @@ class Episode(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _kb(size: int) -> str:
-    return f"{size / 1024:.0f} KB" if size >= 1024 else f"{size} bytes"
 
 
 class Gym(ABC):
