@@ -173,7 +173,7 @@ def test_reference_passes_and_artifacts_live_until_close(gym: VerilogGym) -> Non
     assert result.info["checks_total"] == 400
     logs = [Path(result.info["build_log"]), Path(result.info["sim_log"])]
     assert all(p.is_file() and str(p).startswith(result.info["workdir"]) for p in logs)
-    assert "CHECKS" in logs[1].read_text()
+    assert (Path(result.info["turn_dir"]) / "outputs.txt").is_file()  # what the testbench recorded
     episode.close()
     assert not Path(result.info["workdir"]).exists()
     episode.close()  # twice is fine

@@ -7,19 +7,20 @@ benches wrap a benchmark's own files. The episode does the rest the same way for
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
+from gyms import hostfs
 from gyms.base import Task
 from gyms.verilog import testbench
 from gyms.verilog.precheck import PortSpec
-from gyms.verilog.simulators import Build
+from gyms.verilog.recorded import MAX_SHOWN, OUTPUTS, NoVerdict, Score
+from gyms.verilog.simulators import Build, Job
 from gyms.verilog.spec import MODULE, DesignTask
 from gyms.verilog.tasks import builtin_tasks
-from gyms.verilog.testbench import Score
-from gyms.verilog.vectors import make_vectors
+from gyms.verilog.vectors import Vectors, make_vectors
 
 DESIGN = "design.sv"
 
@@ -35,16 +36,30 @@ class BenchOptions:
 class Bench(Protocol):
     module: str  # the module the candidate must define
     expected_ports: tuple[PortSpec, ...] | None
-    allow_printing: bool  # whether the verdict carries a nonce a design cannot forge
+    # Whether the verdict is text the testbench prints inside the sandbox, which a design that
+    # escaped the screen could print too. Such benches also refuse printing in designs.
+    forgeable: bool
     reserved_modules: frozenset[str]  # the testbench's own modules, which a design may not redefine
 
-    def prepare(self, directory: Path) -> Build: ...
+    def prepare(self, job: Job) -> Build: ...
 
-    def score(self, output: str, nonce: str) -> Score | None: ...
+    def score(self, job: Job, output: str) -> Score | NoVerdict: ...
+
+
+def read_outputs(job: Job, limit: int) -> bytes | None | NoVerdict:
+    """The recorded outputs file, read without following links and no further than `limit`."""
+    try:
+        return job.read(OUTPUTS, limit)
+    except hostfs.TooLarge:
+        return NoVerdict(f"the testbench recorded more than the {limit} bytes its samples take", started=True)
+    except hostfs.UnsafePath:
+        return NoVerdict(f"{OUTPUTS} is not a regular file", started=True)
 
 
 class BuiltinBench:
-    allow_printing = True
+    """A built-in task: the testbench records outputs; the golden model's values stay here."""
+
+    forgeable = False
     reserved_modules = frozenset({testbench.TB_TOP})
 
     def __init__(self, task: DesignTask, options: BenchOptions) -> None:
@@ -53,23 +68,29 @@ class BuiltinBench:
         self.module = MODULE
         self.expected_ports = tuple(PortSpec(p.name, p.direction, p.width) for p in task.ports)
 
-    def prepare(self, directory: Path) -> Build:
+    @cached_property
+    def vectors(self) -> Vectors:
         opts = self.options
         per_sequence = opts.vectors if opts.vectors is not None else self.task.vectors
-        vectors = make_vectors(self.task, opts.seed, per_sequence, opts.sequences)
-        for name, text in testbench.data_files(self.task, vectors).items():
-            (directory / name).write_text(text)
-        (directory / "tb.sv").write_text(testbench.render(self.task, len(vectors), opts.waves))
-        return Build(["tb.sv", DESIGN], testbench.TB_TOP, opts.waves, strict_x=True)
+        return make_vectors(self.task, opts.seed, per_sequence, opts.sequences)
 
-    def score(self, output: str, nonce: str) -> Score | None:
-        return testbench.parse(output, nonce)
+    def prepare(self, job: Job) -> Build:
+        job.write(testbench.STIMULUS, testbench.stimulus_file(self.task, self.vectors))
+        job.write("tb.sv", testbench.render(self.task, len(self.vectors), self.options.waves))
+        return Build(["tb.sv", DESIGN], testbench.TB_TOP, self.options.waves, strict_x=True)
+
+    def score(self, job: Job, output: str) -> Score | NoVerdict:
+        data = read_outputs(job, testbench.size_limit(self.task, len(self.vectors)))
+        if isinstance(data, NoVerdict):
+            return data
+        return testbench.score(self.task, self.vectors, data)
 
 
 _MODULE_NAME = re.compile(r"^\s*module\s+([A-Za-z_][A-Za-z0-9_$]*)", re.MULTILINE)
 
 
 def _modules_in(*files: Path) -> frozenset[str]:
+    # The benchmark's own files, on the host (not sandbox-written).
     return frozenset(name for f in files for name in _MODULE_NAME.findall(f.read_text(errors="replace")))
 
 
@@ -78,10 +99,12 @@ _HINT = re.compile(r"^Hint: .*$", re.MULTILINE)
 
 
 class VerilogEvalBench:
-    """VerilogEval v2: `<stem>_test.sv` (module tb, with RefModule from `<stem>_ref.sv`)."""
+    """VerilogEval v2 run as shipped: `<stem>_test.sv` (module tb) with RefModule from
+    `<stem>_ref.sv` in the sandbox, and the verdict its testbench prints. Forgeable: used only
+    where the reference's trace cannot be replayed (see `replay.py`)."""
 
     module = "TopModule"
-    allow_printing = False
+    forgeable = True
 
     def __init__(self, directory: Path, stem: str, expected_ports: tuple[PortSpec, ...] | None) -> None:
         self.directory = directory
@@ -89,26 +112,29 @@ class VerilogEvalBench:
         self.expected_ports = expected_ports
         self.reserved_modules = _modules_in(directory / f"{stem}_test.sv", directory / f"{stem}_ref.sv")
 
-    def prepare(self, directory: Path) -> Build:
-        shutil.copyfile(self.directory / f"{self.stem}_test.sv", directory / "test.sv")
-        shutil.copyfile(self.directory / f"{self.stem}_ref.sv", directory / "ref.sv")
+    def prepare(self, job: Job) -> Build:
+        job.write("test.sv", (self.directory / f"{self.stem}_test.sv").read_bytes())
+        job.write("ref.sv", (self.directory / f"{self.stem}_ref.sv").read_bytes())
         return Build(["test.sv", "ref.sv", DESIGN], "tb")
 
-    def score(self, output: str, nonce: str) -> Score | None:
+    def score(self, job: Job, output: str) -> Score | NoVerdict:
         found = _MISMATCHES.findall(output)
         if not found:
-            return None
+            return NoVerdict("the testbench printed no verdict", started=True)
         mismatches, samples = (int(x) for x in found[-1])
-        return Score(max(samples - mismatches, 0), samples, tuple(_HINT.findall(output)[:testbench.MAX_SHOWN]))
+        return Score(max(samples - mismatches, 0), samples, tuple(_HINT.findall(output)[:MAX_SHOWN]))
 
 
 _PASSED = "Your Design Passed"
 
 
 class RtllmBench:
-    """RTLLM 2.0: `<design>/testbench.v` prints "Your Design Passed"; a pass scores 1 check of 1."""
+    """RTLLM 2.0: `<design>/testbench.v` prints "Your Design Passed"; a pass scores 1 check of 1.
 
-    allow_printing = False
+    Forgeable: the testbench computes or embeds its expected values and prints a plain verdict
+    inside the sandbox, and its stimulus cannot be split from its checks in general."""
+
+    forgeable = True
 
     def __init__(self, directory: Path, module: str, expected_ports: tuple[PortSpec, ...] | None) -> None:
         self.directory = directory
@@ -116,20 +142,22 @@ class RtllmBench:
         self.expected_ports = expected_ports
         self.reserved_modules = _modules_in(directory / "testbench.v")
 
-    def prepare(self, directory: Path) -> Build:
-        for item in self.directory.iterdir():
+    def prepare(self, job: Job) -> Build:
+        for item in sorted(self.directory.iterdir()):
             # The testbench and any data files it reads; never the reference or the prompt.
             if item.is_file() and not item.name.startswith("verified_") and item.name != "design_description.txt":
-                shutil.copyfile(item, directory / item.name)
+                job.write(item.name, item.read_bytes())
         top = _MODULE_NAME.search((self.directory / "testbench.v").read_text(errors="replace"))
         return Build(["testbench.v", DESIGN], top.group(1) if top else None)
 
-    def score(self, output: str, nonce: str) -> Score | None:
+    def score(self, job: Job, output: str) -> Score | NoVerdict:
         if _PASSED in output:
             return Score(1, 1, ())
         # Only a testbench that ran to its report counts as a verdict.
         failed = re.search(r"^.*(?:Fail|Error|error|failures).*$", output, re.MULTILINE)
-        return Score(0, 1, (failed.group(0).strip(),)) if failed else None
+        if failed is None:
+            return NoVerdict("the testbench printed no verdict", started=True)
+        return Score(0, 1, (failed.group(0).strip(),))
 
 
 def make_bench(task: Task, options: BenchOptions) -> Bench:

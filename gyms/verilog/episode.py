@@ -11,21 +11,22 @@ from __future__ import annotations
 import math
 import os
 import re
-import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gyms import hostfs
 from gyms.base import Episode, Outcome, Task, Verdict
 from gyms.sandbox import Limits, RunResult, Sandbox, SandboxError, Workdir
 from gyms.verilog import cocotb_bench
-from gyms.verilog.benches import DESIGN, BenchOptions, BuiltinBench, make_bench
+from gyms.verilog.benches import DESIGN, Bench, BenchOptions, BuiltinBench, make_bench
 from gyms.verilog.extract import MAX_SOURCE_CHARS, extract_verilog
 from gyms.verilog.precheck import precheck
 from gyms.verilog.prebuild import ensure_warm
+from gyms.verilog.recorded import NoVerdict, Score
 from gyms.verilog.simulators import Build, Job, make_simulator
-from gyms.verilog.testbench import WAVES, Score
+from gyms.verilog.testbench import WAVES
 from gyms.verilog.toolchain import ToolMissing, ccache_dir, require_verilator
 
 FEEDBACK_CHARS = 2500  # compiler output beyond this is noise to the model
@@ -77,39 +78,44 @@ class VerilogEpisode(Episode):
     def _evaluate(self, action: str, retry: str) -> Verdict:
         s = self.settings
         bench = make_bench(self.task, s.bench)
-        code = extract_verilog(action[: 4 * MAX_SOURCE_CHARS], bench.module)
+        code = extract_verilog(action, bench.module)
         if code is None:
             return _fail(f"No Verilog found. Answer with the complete `module {bench.module}` in a ```verilog "
                          "code block.", {})  # fmt: skip
         if len(code) > MAX_SOURCE_CHARS:
             return _fail(f"The design is {len(code)} characters long; the limit is {MAX_SOURCE_CHARS}.", {})
         started = time.monotonic()
-        checked = precheck(code, bench.module, bench.expected_ports, bench.allow_printing, bench.reserved_modules)
-        info: dict[str, Any] = {"precheck_s": round(time.monotonic() - started, 4)}
+        checked = precheck(code, bench.module, bench.expected_ports, not bench.forgeable, bench.reserved_modules)
+        info: dict[str, Any] = {"precheck_s": round(time.monotonic() - started, 4), "forgeable": bench.forgeable}
         if not checked.ok:
             return _fail("Your design has errors:\n" + "\n".join(checked.errors) + retry, info)
-
         job = self._job(s)
         info.update(workdir=str(job.workdir.path), turn_dir=str(job.path))
-        (job.path / DESIGN).write_text(code)
-        build = bench.prepare(job.path)
+        try:
+            return self._run(job, bench, code, info, retry)
+        except hostfs.UnsafePath as exc:
+            # Only code run in the sandbox can plant what the host refuses to follow.
+            return _fail(f"The simulation left an unexpected entry in its directory ({exc}).{retry}", info)
+
+    def _run(self, job: Job, bench: Bench, code: str, info: dict[str, Any], retry: str) -> Verdict:
+        s = self.settings
+        job.write(DESIGN, code)
+        build = bench.prepare(job)
         if s.testbench == "cocotb":
             if not isinstance(bench, BuiltinBench):
                 raise ValueError(f"task {self.task.id}: the cocotb testbench exists for built-in tasks only")
-            cocotb_bench.bench_files(bench.task, job.path, s.bench.waves, s.simulator)
+            cocotb_bench.bench_files(bench.task, job, s.bench.waves, s.simulator)
         built = self._build(job, build)
         info.update(build_s=round(built.wall_s, 3), build_log=str(_log(job, "build.log", built)))
         if not built.ok:
             return self._build_failed(built, info, retry)
-        nonce = secrets.token_hex(8)
-        ran = self._simulate(job, build, nonce)
+        ran = self._simulate(job, build)
         info.update(sim_s=round(ran.wall_s, 3), sim_log=str(_log(job, "sim.log", ran)))
-        waves = job.path / WAVES
-        if waves.exists():
-            info["waves"] = str(waves)
-        score = bench.score(ran.stdout, nonce)
-        if score is None:
-            return self._no_verdict(ran, info, retry)
+        if s.bench.waves and job.has_file(WAVES):
+            info["waves"] = str(job.path / WAVES)
+        score = bench.score(job, ran.stdout)
+        if isinstance(score, NoVerdict):
+            return self._no_verdict(job, ran, score, info, retry)
         info.update(checks_passed=score.passed, checks_total=score.total)
         return _scored(score, info, retry)
 
@@ -120,10 +126,9 @@ class VerilogEpisode(Episode):
         if self.workdir is None:
             self.workdir = sandbox.workdir(prefix="heavygym-verilog-")
         subdir = f"turn-{self.turn}"
-        path = self.workdir.path / subdir
-        path.mkdir(exist_ok=True)
-        if self.workdir.uid is not None:
-            os.chown(path, self.workdir.uid, self.workdir.uid)  # the sandbox writes its build here
+        # Made afresh: whatever a sandboxed run left under that name (a link, a FIFO) is removed,
+        # never followed; owned by the sandbox uid, which writes its build there.
+        hostfs.make_dir(self.workdir.path, subdir, self.workdir.uid)
         env: dict[str, str] = {}
         shared: list[Path] = []
         simulator = make_simulator(s.simulator)  # raises ToolMissing early
@@ -144,7 +149,7 @@ class VerilogEpisode(Episode):
             return cocotb_bench.build(job, s.simulator, build.waves, limits)
         return make_simulator(s.simulator).build(job, build, limits)
 
-    def _simulate(self, job: Job, build: Build, nonce: str) -> RunResult:
+    def _simulate(self, job: Job, build: Build) -> RunResult:
         s = self.settings
         limits = Limits(
             wall_s=s.sim_timeout_s,
@@ -153,8 +158,8 @@ class VerilogEpisode(Episode):
             file_mb=512 if s.bench.waves else 64,
         )
         if s.testbench == "cocotb":
-            return cocotb_bench.simulate(job, s.simulator, build.waves, nonce, limits)
-        return make_simulator(s.simulator).simulate(job, build, [f"+nonce={nonce}"], limits)
+            return cocotb_bench.simulate(job, s.simulator, build.waves, limits)
+        return make_simulator(s.simulator).simulate(job, build, [], limits)
 
     # -- verdicts --------------------------------------------------------------------------
 
@@ -169,7 +174,7 @@ class VerilogEpisode(Episode):
                            {**info, "error": _trim(log)})  # fmt: skip
         return _fail("The simulator could not compile your design:\n" + _compile_errors(log) + retry, info)
 
-    def _no_verdict(self, ran: RunResult, info: dict[str, Any], retry: str) -> Verdict:
+    def _no_verdict(self, job: Job, ran: RunResult, missing: NoVerdict, info: dict[str, Any], retry: str) -> Verdict:
         s = self.settings
         if ran.killed in ("timeout", "cpu-limit"):
             info["timed_out"] = True
@@ -179,12 +184,28 @@ class VerilogEpisode(Episode):
                 "depends on itself through always @* blocks or assigns)." + retry,
                 info,
             )
-        if s.testbench == "cocotb" and (cocotb_bench.STARTED not in ran.stdout or "Traceback" in ran.stdout):
-            # The test module never ran, or raised: ours to fix, not the model's.
-            return Verdict(0.0, Outcome.ERROR, "internal error: the cocotb test did not run to its end",
-                           {**info, "error": _trim(ran.output)})  # fmt: skip
-        return _fail("The simulation ended before the testbench could report a result:\n" + _trim(ran.output)
+        if s.testbench == "cocotb":
+            fault = _cocotb_fault(cocotb_bench.test_status(job), missing, ran)
+            if fault is not None:
+                return Verdict(0.0, Outcome.ERROR, f"internal error: {fault}", {**info, "error": _trim(ran.output)})
+        return _fail(f"The simulation ended before the testbench finished ({missing.reason}):\n" + _trim(ran.output)
                      + retry, info)  # fmt: skip
+
+
+def _cocotb_fault(status: str | None, missing: NoVerdict, ran: RunResult) -> str | None:
+    """Why an unfinished cocotb run is ours to fix, or None when the design caused it.
+
+    cocotb's results file, not the printed log, says how our test ended. Once the test had
+    started (its output file exists), a simulation that stopped early (cocotb records a
+    SimFailure, or died before writing its results) is the design's doing; our test raising
+    an exception of its own is not. A test that never started is a set-up fault, unless a
+    resource limit stopped the simulator first.
+    """
+    if not missing.started:
+        return None if ran.killed or ran.returncode < 0 else "the cocotb test did not start"
+    if status is None or status in ("failed:SimFailure", "failed:CancelledError", "passed"):
+        return None
+    return f"the cocotb test ended with {status}"
 
 
 def _fail(feedback: str, info: dict[str, Any]) -> Verdict:
@@ -202,9 +223,7 @@ def _scored(score: Score, info: dict[str, Any], retry: str) -> Verdict:
 
 
 def _log(job: Job, name: str, result: RunResult) -> Path:
-    path = job.path / name
-    path.write_text(result.output)
-    return path
+    return job.write(name, result.output)  # replaces, never follows, what the sandbox left there
 
 
 _NOISE = re.compile(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 from pathlib import Path
 
+from gyms import hostfs
 from gyms.sandbox import Limits, Sandbox
 from gyms.verilog import cocotb_bench
 from gyms.verilog.simulators import Build, Job, VerilatorSim
@@ -45,12 +46,12 @@ def ensure_warm(sandbox: Sandbox, cache: Path, env: dict[str, str], flavour: str
             return
         limits = Limits(wall_s=WARM_TIMEOUT_S, cpu_s=int(WARM_TIMEOUT_S), memory_mb=4096, processes=128)
         with sandbox.workdir(prefix="heavygym-verilog-warm-") as workdir:
-            (workdir.path / "design.sv").write_text(_DESIGN)
+            hostfs.write_file(workdir.path, "design.sv", _DESIGN)
             job = Job(sandbox, workdir, ".", env, [cache])
             if flavour == "cocotb":
                 result = cocotb_bench.build(job, "verilator", False, limits)
             else:
-                (workdir.path / "tb.sv").write_text(_TB)
+                hostfs.write_file(workdir.path, "tb.sv", _TB)
                 result = VerilatorSim().build(job, Build(["design.sv", "tb.sv"], "warm_tb"), limits)
         if result.ok:  # a failed warm-up is retried next time; the real build reports the problem
             marker.touch()

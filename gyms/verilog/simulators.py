@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gyms import hostfs
 from gyms.sandbox import Limits, RunResult, Sandbox, Workdir
 from gyms.verilog.toolchain import Verilator, build_env, require_iverilog, require_verilator
 
@@ -32,6 +33,28 @@ class Job:
     @property
     def path(self) -> Path:
         return self.workdir.path / self.subdir
+
+    # The sandbox can write the turn directory: the host touches it only through hostfs, which
+    # follows no link the sandbox may have planted there.
+
+    def _rel(self, name: str) -> str:
+        return name if self.subdir == "." else f"{self.subdir}/{name}"
+
+    def write(self, name: str, data: str | bytes) -> Path:
+        return hostfs.write_file(self.workdir.path, self._rel(name), data)
+
+    def read(self, name: str, limit: int) -> bytes | None:
+        """The regular file `name` of the turn directory (None if missing); UnsafePath otherwise."""
+        return hostfs.read_file(self.workdir.path, self._rel(name), limit)
+
+    def has_file(self, name: str) -> bool:
+        """Whether `name` is a regular, non-empty file, without reading more than one byte of it."""
+        try:
+            return bool(hostfs.read_file(self.workdir.path, self._rel(name), 0))
+        except hostfs.TooLarge:
+            return True  # more than 0 bytes
+        except hostfs.UnsafePath:
+            return False
 
     def run(self, argv: Sequence[str], limits: Limits, env: Mapping[str, str] | None = None) -> RunResult:
         # The sandbox starts in the work directory; each turn works in a subdirectory of its own.

@@ -1,115 +1,67 @@
-"""The self-checking SystemVerilog testbench of a built-in task, and how to read its verdict.
+"""The SystemVerilog testbench of a built-in task: it applies the stimulus and records outputs.
 
-The testbench reads its vectors with `$readmemh` (no `$random`: every simulator sees the same
-vectors), counts one check per output per vector (don't-cares excluded), prints the first few
-mismatches, and ends with `CHECKS <nonce> passed=N total=M`. The nonce comes from a plusarg
-at run time, so a design cannot print a fake verdict (designs may not read plusargs or
-files: see `precheck.ALLOWED_SYSTEM_NAMES`).
+The testbench reads its stimulus with `$readmemh` (no `$random`: every simulator sees the
+same vectors) and writes the design's outputs at each sample time to `outputs.txt`
+(`recorded.py`). It knows nothing of the expected values: those stay on the host, where
+`score` compares the recorded outputs with the golden model. A design that prints a verdict,
+ends the simulation early or reads the testbench's files gains nothing, because no verdict
+comes out of the sandbox.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
+from gyms.verilog import recorded
+from gyms.verilog.recorded import OUTPUTS, NoVerdict, Score
 from gyms.verilog.spec import MODULE, DesignTask
 from gyms.verilog.vectors import Vectors, bits, hex_lines
 
 TB_TOP = "heavygym_tb"
-MAX_SHOWN = 5  # mismatches printed; the rest are only counted
-STIMULUS, EXPECTED, CARE = "stim.hex", "expect.hex", "care.hex"
+STIMULUS = "stim.hex"
 WAVES = "waves.vcd"
 
 
-@dataclass(frozen=True)
-class Score:
-    passed: int
-    total: int
-    mismatches: tuple[str, ...]  # the first few, as printed by the testbench
-
-    @property
-    def reward(self) -> float:
-        return self.passed / self.total if self.total else 0.0
-
-    @property
-    def all_passed(self) -> bool:
-        return self.total > 0 and self.passed == self.total
-
-
-def data_files(task: DesignTask, vectors: Vectors) -> dict[str, str]:
-    out_bits = bits(task.outputs)
-    return {
-        STIMULUS: hex_lines(vectors.stimulus, bits(task.inputs)),
-        EXPECTED: hex_lines(vectors.expected, out_bits),
-        CARE: hex_lines(vectors.care, out_bits),
-    }
+def stimulus_file(task: DesignTask, vectors: Vectors) -> str:
+    return hex_lines(vectors.stimulus, bits(task.inputs))
 
 
 def render(task: DesignTask, count: int, waves: bool) -> str:
-    """The testbench source for `count` vectors (the data comes from `data_files`)."""
+    """The testbench source for `count` vectors (the stimulus comes from `stimulus_file`)."""
     ins, outs = task.inputs, task.outputs
-    in_bits, out_bits = bits(ins), bits(outs)
-    step = "cycle" if task.clock else "vector"
+    in_bits = bits(ins)
     decls = [f"  reg {_range(p.width)}{p.name};" for p in ins]
     decls += [f"  wire {_range(p.width)}{p.name};" for p in outs]
     if task.clock:
         decls.append(f"  reg {task.clock} = 1'b0;")
     conns = ", ".join(f".{p.name}({p.name})" for p in task.ports)
-    shown_inputs = " ".join(f"{p.name}={p.width}'h%h" for p in ins)
-    input_args = "".join(f", {p.name}" for p in ins)
-    checks = []
-    lo = out_bits
-    for p in outs:
-        hi, lo = lo - 1, lo - p.width
-        sl = f"[{hi}:{lo}]"
-        checks.append(
-            f"""      if (care[i]{sl} != 0) begin
-        total = total + 1;
-        if (({p.name} & care[i]{sl}) === (expected[i]{sl} & care[i]{sl})) passed = passed + 1;
-        else if (shown < {MAX_SHOWN}) begin
-          shown = shown + 1;
-          $display("MISMATCH {step} %0d: output {p.name} expected {p.width}'h%h got {p.width}'h%h",
-                   i, expected[i]{sl}, {p.name});
-          $display("  inputs of {step} %0d: {shown_inputs}", i{input_args});
-        end
-      end"""
-        )
+    fmt = " ".join("%b" for _ in outs)
+    record = f'$fwrite(fd, "{fmt}\\n", {", ".join(p.name for p in outs)});'
     apply = f"{{{', '.join(p.name for p in ins)}}} = stimulus[i];" if ins else ""
     if task.clock:
         body = f"""      #1 {apply}
       #4 {task.clock} = 1'b1;
-      #2;
-{chr(10).join(checks)}
+      #2 {record}
       #3 {task.clock} = 1'b0;"""
     else:
         body = f"""      #1 {apply}
-      #4;
-{chr(10).join(checks)}
+      #4 {record}
       #5;"""
     dump = f'    $dumpfile("{WAVES}");\n    $dumpvars(0, {TB_TOP});\n' if waves else ""
     return f"""`timescale 1ns/1ps
 module {TB_TOP};
   localparam integer N = {count};
   reg [{max(in_bits, 1) - 1}:0] stimulus [0:N-1];
-  reg [{out_bits - 1}:0] expected [0:N-1];
-  reg [{out_bits - 1}:0] care [0:N-1];
 {chr(10).join(decls)}
-  integer i, passed, total, shown;
-  reg [63:0] nonce;
+  integer i, fd;
 
   {MODULE} dut ({conns});
 
   initial begin
-    nonce = 64'h0;
-    if (!$value$plusargs("nonce=%h", nonce)) $display("testbench: no +nonce given");
     $readmemh("{STIMULUS}", stimulus);
-    $readmemh("{EXPECTED}", expected);
-    $readmemh("{CARE}", care);
-{dump}    passed = 0; total = 0; shown = 0;
-    for (i = 0; i < N; i = i + 1) begin
+    fd = $fopen("{OUTPUTS}", "w");
+{dump}    for (i = 0; i < N; i = i + 1) begin
 {body}
     end
-    $display("CHECKS %h passed=%0d total=%0d", nonce, passed, total);
+    $fclose(fd);
     $finish;
   end
 endmodule
@@ -120,14 +72,34 @@ def _range(width: int) -> str:
     return f"[{width - 1}:0] " if width > 1 else ""
 
 
-_CHECKS = re.compile(r"^CHECKS ([0-9a-fA-F]+) passed=(\d+) total=(\d+)\s*$", re.MULTILINE)
-_MISMATCH = re.compile(r"^MISMATCH .*(?:\n  inputs of .*)?", re.MULTILINE)
+def size_limit(task: DesignTask, count: int) -> int:
+    return count * recorded.line_bytes([p.width for p in task.outputs])
 
 
-def parse(output: str, nonce: str) -> Score | None:
-    """The verdict printed with our nonce, or None when the testbench never got to print it."""
-    found = [m for m in _CHECKS.finditer(output) if int(m.group(1), 16) == int(nonce, 16)]
-    if not found:
-        return None
-    last = found[-1]
-    return Score(int(last.group(2)), int(last.group(3)), tuple(_MISMATCH.findall(output)[:MAX_SHOWN]))
+def score(task: DesignTask, vectors: Vectors, data: bytes | None) -> Score | NoVerdict:
+    """The recorded outputs (`data`, as read from the turn directory) against the golden model."""
+    outs = task.outputs
+    widths = [p.width for p in outs]
+    rows = recorded.parse(data, len(vectors), widths)
+    if isinstance(rows, NoVerdict):
+        return rows
+    step = "cycle" if task.clock else "vector"
+
+    def expected(i: int) -> list[tuple[int, int]]:
+        return list(zip(_fields(vectors.expected[i], widths), _fields(vectors.care[i], widths)))
+
+    def describe(i: int, name: str, want: str, got: str) -> list[str]:
+        applied = _fields(vectors.stimulus[i], [p.width for p in task.inputs])
+        shown_inputs = " ".join(f"{p.name}={p.width}'h{v:x}" for p, v in zip(task.inputs, applied))
+        return [f"MISMATCH {step} {i}: output {name} expected {want} got {got}", f"  inputs of {step} {i}: {shown_inputs}"]
+
+    return recorded.compare(rows, [p.name for p in outs], widths, expected, describe)
+
+
+def _fields(word: int, widths: list[int]) -> list[int]:
+    """A packed word split into port values (the first port in the most significant bits)."""
+    values = []
+    for width in reversed(widths):
+        values.append(word & ((1 << width) - 1))
+        word >>= width
+    return values[::-1]
