@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -385,7 +386,18 @@ def plan(
         console.print(line, soft_wrap=True, markup=False, style="yellow" if line.startswith("warning") else None)
 
 
+def restore_ctrl_c() -> None:
+    """Make Ctrl-C raise KeyboardInterrupt even when SIGINT was ignored at start-up.
+
+    A non-interactive shell starts background jobs (`make test &`, CI runners, scripts) with
+    SIGINT ignored; the ignore is inherited across exec, and Python then installs no handler of
+    its own, so a SIGINT would be dropped and the run would go on as if never interrupted.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main() -> None:
+    restore_ctrl_c()
     try:
         app()
     except (GymLoadError, UnknownGymError, GymPoolBroken, PipelineFailure, ValueError) as exc:

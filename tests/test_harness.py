@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import harness
+import pytest
+from conftest import harness, with_path
+from gated_gym import OPEN
 
 from trainer.policies.profiles import load_profile
 
@@ -68,29 +70,40 @@ def test_benchmark_bad_input_is_one_clear_line(tmp_path):
         assert "Traceback" not in out.stdout + out.stderr
 
 
-def interrupt_benchmark(results: Path, when: str) -> tuple[int, str]:
-    """Ctrl-C a real `harness benchmark` as soon as it prints `when`; its exit code and output."""
+def interrupt_benchmark(results: Path, gate: Path, free: int, when: str, sigint: str) -> tuple[int, str]:
+    """Ctrl-C a real `harness benchmark` while it is held at `gate` after `free` gym steps, as
+    soon as it prints `when`; its exit code and output. The run cannot get past the gate until
+    the signal is sent, so the signal always lands in the mode under test. `sigint` "ignored"
+    starts it as a non-interactive shell starts a background job: with SIGINT ignored."""
+    gate.mkdir()
     exe = Path(sys.executable).parent / "harness"
-    args = ["benchmark", "--gym", "math", "--steps", "4", "--batch", "1", "--group", "2", "--results", str(results)]
+    args = ["benchmark", "--gym", "gated_gym:GatedGym", "-o", f"gate={gate}", "-o", f"free={free}", "--steps", "4",
+            "--batch", "1", "--group", "2", "--profile", "zero", "--results", str(results)]  # fmt: skip
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint == "ignored" else None
+    env = {**os.environ, **with_path(), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     with subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}) as proc:  # fmt: skip
+                          env=env, preexec_fn=ignore) as proc:  # fmt: skip
         seen = ""
         for line in proc.stdout:  # type: ignore[union-attr]
             seen += line
             if when in line:
                 proc.send_signal(signal.SIGINT)
                 break
+        (gate / OPEN).touch()  # the steps held at the gate finish, so the pool can close
         seen += proc.stdout.read()  # type: ignore[union-attr]
-        return proc.wait(timeout=60), seen
+        return proc.wait(timeout=120), seen
 
 
-def test_ctrl_c_keeps_the_finished_modes_and_nothing_half_done(tmp_path):
-    code, out = interrupt_benchmark(tmp_path, "sync  step   1/4")
-    assert code == 130 and "no mode had finished: nothing was written" in out
+# Sync runs 2 gym steps per optimizer step here (1 group of 2, one turn each), so 2 free steps
+# hold it inside step 2; the async mode's first two groups (steps 9-12) fill its step 1.
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_ctrl_c_keeps_the_finished_modes_and_nothing_half_done(tmp_path, sigint):
+    code, out = interrupt_benchmark(tmp_path, tmp_path / "gate-sync", 2, "sync  step   1/4", sigint)
+    assert code == 130 and "no mode had finished: nothing was written" in out, out
     assert not list((tmp_path / "runs").iterdir()), "an interrupted first mode leaves no run directory"
 
-    code, out = interrupt_benchmark(tmp_path, "async step   1/4")
-    assert code == 130 and "interrupted during the async mode" in out and "Traceback" not in out
+    code, out = interrupt_benchmark(tmp_path, tmp_path / "gate-async", 12, "async step   1/4", sigint)
+    assert code == 130 and "interrupted during the async mode" in out and "Traceback" not in out, out
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["interrupted"] == "during the async mode" and list(summary["modes"]) == ["sync"]
