@@ -6,6 +6,13 @@ stepped on that worker's main thread (checkers such as math-verify rely on signa
 back. A worker that dies or overruns the host timeout is killed and replaced, and its call
 ends as an `error` outcome; the pool keeps serving.
 
+Nothing a worker made outlives it: when a worker is stopped (dead, killed, timed out, or at
+close) its sandboxes are killed and the work directories it made are removed (they are named
+after it, see `gyms.sandbox.remove_workdirs_of`), its warm checkers' included. Only the work
+directories of episodes the pool still holds open (between turns, queued, or running on
+another worker) stay, as the gym's `Workdir` attributes of those episodes; `close()` removes
+those too, since no episode can be stepped after it.
+
 `SlotPool` holds what every executor shares: the queue, one thread per slot, the accounting,
 replacement, and where each slot's worker runs. `GymPool` runs the workers as local
 processes; `gyms.ray_pool.RayGymPool` runs them as Ray actors across a cluster.
@@ -29,7 +36,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Generic, Self, TypeVar
 
 from gyms.base import Episode, Outcome, StepResult
-from gyms.sandbox import kill_sandboxes_of
+from gyms.sandbox import Workdir, kill_sandboxes_of, remove_workdirs_of
 
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
 _HOST_MARGIN = 1.5
@@ -82,6 +89,21 @@ class Placement:
     since: float
 
 
+@dataclass(frozen=True)
+class Held:
+    """Work directories that open episodes still need: their paths, and their sandbox uids."""
+
+    paths: frozenset[str] = frozenset()
+    uids: frozenset[int] = frozenset()
+
+
+def held_by(episodes: list[Episode]) -> Held:
+    """The work directories open `episodes` keep between turns (their `Workdir` attributes)."""
+    attributes = [v for e in episodes if not e.done for v in getattr(e, "__dict__", {}).values()]
+    workdirs = [v for v in attributes if isinstance(v, Workdir)]
+    return Held(frozenset(str(w.path) for w in workdirs), frozenset(w.uid for w in workdirs if w.uid is not None))
+
+
 @dataclass
 class Job:
     episode: Episode
@@ -103,6 +125,7 @@ class _Jobs:
         self._cond = threading.Condition()
         self._queued: deque[Job] = deque()
         self._nodes: dict[int, str] = {}  # slot -> node of its current worker
+        self._taken: dict[int, Job] = {}  # slot -> the job it runs
         self._closed = False
 
     def put(self, job: Job) -> None:
@@ -124,17 +147,29 @@ class _Jobs:
             self._nodes.pop(slot, None)
             self._cond.notify_all()
 
-    def take(self, node: str | None) -> Job | None:
-        """The oldest job a worker on `node` may run (any job for None); None once closed."""
+    def take(self, node: str | None, slot: int | None = None) -> Job | None:
+        """The oldest job a worker on `node` may run (any job for None); None once closed.
+        The slot's job counts as running until `finish(slot)`."""
         with self._cond:
             while not self._closed:
                 live = set(self._nodes.values())
                 for job in self._queued:
                     if node is None or job.home in (None, node) or job.home not in live:
                         self._queued.remove(job)
+                        if slot is not None:
+                            self._taken[slot] = job
                         return job
                 self._cond.wait()
             return None
+
+    def finish(self, slot: int) -> None:
+        with self._cond:
+            self._taken.pop(slot, None)
+
+    def episodes(self) -> list[Episode]:
+        """The episodes of the jobs queued or running."""
+        with self._cond:
+            return [job.episode for job in [*self._queued, *self._taken.values()]]
 
     def close(self) -> list[Job]:
         """Stop handing out jobs; returns the ones still queued."""
@@ -165,6 +200,7 @@ class SlotPool(ABC, Generic[W]):
         self._homes: weakref.WeakKeyDictionary[Episode, str] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._closed = False
+        self._retired: list[W] = []  # stopped workers whose work directories open episodes still hold
         self._threads = [
             threading.Thread(target=self._serve, args=(slot,), name=f"gym-worker-{slot}", daemon=True)
             for slot in range(workers)
@@ -178,9 +214,9 @@ class SlotPool(ABC, Generic[W]):
         if self.broken is not None:
             raise self.broken
         future: Future[StepCall] = Future()
-        with self._lock:
+        with self._lock:  # between turns to queued at once: `_retire` always sees the episode
             home = _pop(self._homes, episode)
-        self._jobs.put(Job(episode, action, future, time.monotonic(), home))
+            self._jobs.put(Job(episode, action, future, time.monotonic(), home))
         return future
 
     def step(self, episode: Episode, action: str) -> StepCall:
@@ -188,7 +224,8 @@ class SlotPool(ABC, Generic[W]):
         return self.submit(episode, action).result()
 
     def close(self) -> None:
-        """Cancel the calls still queued, let running ones finish, stop the workers."""
+        """Cancel the calls still queued, let running ones finish, stop the workers, and remove
+        every work directory they made: episodes still open lose theirs."""
         if self._closed:
             return
         self._closed = True
@@ -196,6 +233,9 @@ class SlotPool(ABC, Generic[W]):
             job.future.cancel()
         for thread in self._threads:
             thread.join()
+        for worker in self._retired:
+            self._release(worker)
+        self._retired.clear()
 
     def __enter__(self) -> Self:
         return self
@@ -215,8 +255,22 @@ class SlotPool(ABC, Generic[W]):
         """Run one job; returns (episode, result, whether the worker must be replaced)."""
 
     @abstractmethod
-    def _stop(self, worker: W) -> None:
-        """Stop a worker, dead or alive."""
+    def _stop(self, worker: W, held: Held) -> None:
+        """Stop a worker, dead or alive; kill its sandboxes and remove the work directories it
+        made, except the `held` ones (and spare their uids)."""
+
+    @abstractmethod
+    def _release(self, worker: W) -> None:
+        """Remove the work directories a stopped worker made that were held when it stopped."""
+
+    def _retire(self, worker: W) -> None:
+        """Stop `worker`, keeping what open episodes hold until they or the pool are done."""
+        with self._lock:
+            held = held_by([*list(self._homes.keys()), *self._jobs.episodes()])
+        self._stop(worker, held)
+        if held.paths:
+            with self._lock:
+                self._retired.append(worker)
 
     # -- one thread per slot ----------------------------------------------------------------
 
@@ -247,7 +301,7 @@ class SlotPool(ABC, Generic[W]):
             self._fail_all(exc)
             return
         try:
-            while spawned is not None and (job := self._jobs.take(spawned[1])) is not None:
+            while spawned is not None and (job := self._jobs.take(spawned[1], slot)) is not None:
                 worker, node = spawned
                 started = time.monotonic()
                 episode, result, dead = self._call(worker, job)
@@ -261,10 +315,11 @@ class SlotPool(ABC, Generic[W]):
                         self.stats.restarts += 1
                     if not result.done:
                         _remember(self._homes, episode, node)
+                    self._jobs.finish(slot)
                 if dead:  # stopped before the caller hears of it: its leftovers are gone by then
                     spawned = None
                     self._jobs.unplace(slot)
-                    self._stop(worker)
+                    self._retire(worker)
                 job.future.set_result(StepCall(episode, result, slot, job.submitted_at, started, finished))
                 if dead:
                     spawned = self._spawn(slot)
@@ -272,7 +327,7 @@ class SlotPool(ABC, Generic[W]):
             self._fail_all(exc)
         finally:
             if spawned is not None:
-                self._stop(spawned[0])
+                self._retire(spawned[0])
 
     def _fail_all(self, exc: GymPoolBroken) -> None:
         """This slot cannot serve: fail its queue share, and every later call, with `exc`."""
@@ -351,7 +406,7 @@ class GymPool(SlotPool[_Process]):
                 return (proc, parent_end), self._node
         except (EOFError, OSError):
             pass
-        self._stop((proc, parent_end))
+        self._stop((proc, parent_end), Held())
         raise WorkerStartFailed(
             f"the worker process exited at start-up (exit code {proc.exitcode}); the error it printed is above"
         )
@@ -375,7 +430,7 @@ class GymPool(SlotPool[_Process]):
             return *failed(job, f"the worker's answer could not be read: {exc!r}"), False
         return *answer(job, reply), False
 
-    def _stop(self, worker: _Process) -> None:
+    def _stop(self, worker: _Process, held: Held) -> None:
         proc, conn = worker
         try:
             conn.send(None)
@@ -386,7 +441,12 @@ class GymPool(SlotPool[_Process]):
             proc.kill()
             proc.join()
         conn.close()
-        kill_sandboxes_of(proc.pid)  # a worker that died or was killed leaves its checkers behind
+        # A worker that died or was killed leaves its checkers and work directories behind.
+        kill_sandboxes_of(proc.pid, spare=held.uids)
+        remove_workdirs_of(proc.pid, keep=held.paths)
+
+    def _release(self, worker: _Process) -> None:
+        remove_workdirs_of(worker[0].pid)
 
 
 def _worker_main(conn: Connection) -> None:

@@ -10,8 +10,9 @@ outcome and is replaced wherever resources allow.
 
 An episode's files stay on the node that made them: its next turn runs on that node (see
 `gyms.pool._Jobs`), and a finished episode is closed there. A stopped actor's sandboxes (a warm
-checker, a step cut off by a host timeout) are killed on its node by a task sent there. Ray is
-imported only here, so the local executor needs none.
+checker, a step cut off by a host timeout) are killed, and the work directories it made are
+removed, on its node by a task sent there (those of open episodes stay until the pool closes,
+as with `GymPool`). Ray is imported only here, so the local executor needs none.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gyms.base import Episode, StepResult
-from gyms.pool import START_TIMEOUT_S, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here
+from gyms.pool import (
+    START_TIMEOUT_S, Held, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here,
+)  # fmt: skip
 from gyms.registry import load_class, make
-from gyms.sandbox import alive, kill_sandboxes_of
+from gyms.sandbox import alive, kill_sandboxes_of, remove_workdirs_of
 
 CPUS_PER_WORKER = 1
 CLEANUP_TIMEOUT_S = 15.0
@@ -57,13 +60,14 @@ class GymWorker:
         return reply
 
 
-def clean_up_after(pid: int) -> int:
+def clean_up_after(pid: int, held: Held) -> tuple[int, int]:
     """Run on a stopped actor's node: wait for its process to end, then kill the sandboxes it
-    left (as root they outlive it, see `gyms.sandbox.kill_sandboxes_of`); returns how many."""
+    left (as root they outlive it, see `gyms.sandbox.kill_sandboxes_of`) and remove the work
+    directories it made, except the `held` ones; returns how many of each."""
     deadline = time.monotonic() + CLEANUP_TIMEOUT_S - 5
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return kill_sandboxes_of(pid)
+    return kill_sandboxes_of(pid, spare=held.uids), remove_workdirs_of(pid, keep=held.paths)
 
 
 @dataclass(frozen=True)
@@ -155,17 +159,24 @@ class RayGymPool(SlotPool[_Actor]):
             return *failed(job, f"the worker's answer could not be read: {_last_line(exc)}"), False
         return *answer(job, reply), False
 
-    def _stop(self, worker: _Actor) -> None:
+    def _stop(self, worker: _Actor, held: Held) -> None:
+        try:
+            self._ray.kill(worker.handle, no_restart=True)
+        except Exception:  # already gone with its node
+            pass
+        self._on_node_of(worker, held)
+
+    def _release(self, worker: _Actor) -> None:
+        self._on_node_of(worker, Held())
+
+    def _on_node_of(self, worker: _Actor, held: Held) -> None:
+        """Clean up after a stopped actor on its node, keeping `held`."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         ray = self._ray
-        try:
-            ray.kill(worker.handle, no_restart=True)
-        except Exception:  # already gone with its node
-            pass
         # No CPU asked: the node is full of gym workers. A dead node fails the task at once.
         on_its_node = NodeAffinitySchedulingStrategy(worker.node_id, soft=False)
-        cleanup = self._clean_up_after.options(num_cpus=0, scheduling_strategy=on_its_node).remote(worker.pid)
+        cleanup = self._clean_up_after.options(num_cpus=0, scheduling_strategy=on_its_node).remote(worker.pid, held)
         try:
             ray.get(cleanup, timeout=CLEANUP_TIMEOUT_S)
         except ray.exceptions.RayError:  # the node is gone, and its processes with it

@@ -28,14 +28,25 @@ What it does not cover
 * Disk quota: the number of files in the work directory is not limited, only their size.
 * The `process` backend (used where bwrap cannot run, with a warning) applies only the
   rlimits, the timeout and the separate uid: no namespaces, so network access is possible.
-* Kernel attack surface: bwrap is not a virtual machine. Use the docker backend of a
-  hardened deployment, or a VM, against a determined attacker.
+* Kernel attack surface: bwrap is not a virtual machine, and a kernel exploit escapes it.
+  There is no stronger backend: only `bwrap` and `process` exist (no docker or VM backend).
+  Against a determined attacker, run the gym workers on a machine, or in a VM, that holds
+  nothing else of value.
+
+Work directories
+----------------
+A work directory's name carries the identity of the process that made it (pid and start
+time: a reused pid does not match), so whoever replaces a killed gym worker can remove what
+it left (`remove_workdirs_of`). Host code reads and writes below a work directory through
+`gyms.hostfs`, which follows no link the sandbox planted; `Workdir.cleanup` kills the
+directory's sandbox uid first, then removes the tree the same way.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -44,10 +55,12 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from gyms import hostfs
 
 # Host uids handed to sandboxes when running as root: far above any real account.
 _UID_BASE = 1_000_000
@@ -111,14 +124,24 @@ class Workdir:
     """A private directory for one episode; `Sandbox.workdir()` makes them."""
 
     def __init__(self, prefix: str = "heavygym-", uid: int | None = None) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=shm_root()))
+        self.path = Path(tempfile.mkdtemp(prefix=f"{prefix}{_owner_stamp()}-", dir=shm_root()))
         self.uid = uid  # the host uid that sandboxed programs run as, if not the caller's
-        if uid is not None:
-            os.chown(self.path, uid, uid)
-        os.chmod(self.path, 0o755)
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if uid is not None:
+                os.fchown(fd, uid, uid)
+            os.fchmod(fd, 0o755)
+        finally:
+            os.close(fd)
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Kill what still runs as the directory's uid (it could keep writing), then remove it."""
+        if self.uid is not None:
+            kill_uid(self.uid)
+        try:
+            hostfs.remove_tree(self.path)
+        except OSError as exc:  # never raise from clean-up; say what stays behind
+            warnings.warn(f"could not remove the work directory {self.path}: {exc}", stacklevel=2)
 
     def __enter__(self) -> Workdir:
         return self
@@ -128,6 +151,50 @@ class Workdir:
 
     def __fspath__(self) -> str:
         return str(self.path)
+
+
+# A work directory's name: PREFIX + "pid<PID>.<START>-" + mkdtemp's 8 random characters.
+_OWNER_NAME = re.compile(r"pid(\d+)\.(\d+)-[a-z0-9_]{8}$")
+
+
+def _owner_stamp() -> str:
+    pid = os.getpid()
+    started = _process_start(pid)
+    return f"pid{pid}.{started[0] if started else 0}"
+
+
+def _process_start(pid: int) -> tuple[int, str] | None:
+    """Process `pid`'s start time (clock ticks since boot, /proc/PID/stat field 22) and state;
+    None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
+    return int(fields[19]), fields[0]
+
+
+def _runs(pid: int, started: int) -> bool:
+    """Whether the process that started at `started` as `pid` still runs (a zombie does not)."""
+    now = _process_start(pid)
+    return now is not None and now[0] == started and now[1] not in ("Z", "X")
+
+
+def remove_workdirs_of(pid: int, keep: Collection[str] = ()) -> int:
+    """Remove the work directories that process `pid` made, now that it has ended (a killed gym
+    worker cannot clean up), except the paths in `keep` (open episodes still need them).
+    Directories of a live process that reuses the pid are left alone. Returns how many went."""
+    removed = 0
+    for entry in os.scandir(shm_root()):
+        owner = _OWNER_NAME.search(entry.name)
+        if owner is None or int(owner[1]) != pid or entry.path in keep or _runs(pid, int(owner[2])):
+            continue
+        try:
+            hostfs.remove_tree(Path(entry.path))
+            removed += 1
+        except OSError as exc:
+            warnings.warn(f"could not remove the work directory {entry.path}: {exc}", stacklevel=2)
+    return removed
 
 
 class Sandbox:
@@ -434,7 +501,7 @@ def _reachable(paths: Sequence[str]) -> list[str]:
     return [*(arg for m in masks for arg in ("--perms", "0755", "--tmpfs", m)), *binds]
 
 
-def _processes_of(ids: range, *, launchers: bool = False) -> list[int]:
+def _processes_of(ids: Container[int], *, launchers: bool = False) -> list[int]:
     """Live (not zombie) processes whose real uid is one of `ids`; with `launchers`, also those
     whose real gid is: the root processes starting a sandbox under that id (see `Sandbox.popen`).
 
@@ -490,19 +557,22 @@ def uids_of(pid: int) -> range:
     return range(base, base + 1000)
 
 
-def kill_sandboxes_of(pid: int, wait_s: float = 2.0) -> int:
+def kill_sandboxes_of(pid: int, wait_s: float = 2.0, spare: Collection[int] = ()) -> int:
     """SIGKILL whatever sandboxes started by the (dead) process `pid` left running; returns how many.
 
     A launcher killed outright cannot clean up, and as root bwrap's parent-death signal does not
     reach a sandbox: the kernel checks it like a kill(2) from bwrap, which has dropped its
     capabilities, to the sandbox's other uid. Whoever replaces a killed launcher calls this.
+    `spare`: uids of work directories `pid` made that open episodes still use (another worker
+    may be running one of them now).
     """
     if os.geteuid() != 0:
         return 0
-    return _kill_until_gone(uids_of(pid), wait_s, launchers=True)
+    uids: Container[int] = frozenset(uids_of(pid)).difference(spare) if spare else uids_of(pid)
+    return _kill_until_gone(uids, wait_s, launchers=True)
 
 
-def _kill_until_gone(uids: range, wait_s: float, launchers: bool) -> int:
+def _kill_until_gone(uids: Container[int], wait_s: float, launchers: bool) -> int:
     """Kill, then scan again until a scan finds nothing: a launcher may start a sandbox between
     one scan and its kill, and that sandbox only shows up in the next scan."""
     killed: set[int] = set()

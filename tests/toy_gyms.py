@@ -6,10 +6,11 @@ import os
 import random
 import time
 
-from gyms import Candidate, Episode, Gym, Outcome, Task, Verdict
-from gyms.sandbox import Sandbox
+from gyms import Candidate, Episode, Gym, Outcome, Task, Verdict, hostfs
+from gyms.sandbox import Sandbox, Workdir
 
 _kept: list = []  # sandboxed processes this worker started and keeps running
+_warm: dict[str, tuple[Workdir, object]] = {}  # tag -> this worker's warm checker: its directory, its process
 
 
 class ToyEpisode(Episode):
@@ -30,6 +31,41 @@ class ToyEpisode(Episode):
             _kept.append(Sandbox().popen(["sleep", action.split(":")[1]], Sandbox().workdir()))
             os._exit(7)
         return Verdict(0.0, Outcome.FAIL, f"{action!r} is wrong", {"pid": os.getpid()})
+
+
+class FilesEpisode(ToyEpisode):
+    """Works as real gyms do: each turn writes into the episode's own work directory (made on
+    the first step, in the worker) and the worker keeps a warm sandboxed checker running in a
+    directory of its own. `crash` and `sleep:SECONDS` first start a sandboxed process in the
+    episode's directory, so the worker dies or hangs with it running. Every name, directory and
+    process carries `tag`, so a test finds exactly its own leftovers."""
+
+    def __init__(self, task: Task, max_turns: int, tag: str) -> None:
+        super().__init__(task, max_turns)
+        self.tag = tag  # digits: `sleep 3600.TAG` is a valid command that names this test
+        self.workdir: Workdir | None = None
+
+    def evaluate(self, action: str) -> Verdict:
+        sandbox = Sandbox("bwrap")
+        if self.workdir is None:
+            self.workdir = sandbox.workdir(prefix=f"heavygym-toy-{self.tag}-")
+        if self.tag not in _warm:
+            warm = sandbox.workdir(prefix=f"heavygym-toy-{self.tag}-warm-")
+            _warm[self.tag] = (warm, sandbox.popen(["sleep", f"3600.{self.tag}"], warm))
+        lost = [t for t in range(1, self.turn) if not (self.workdir.path / f"turn-{t}").is_file()]
+        if lost:
+            return Verdict(0.0, Outcome.FAIL, f"the files of turns {lost} are gone", {"pid": os.getpid()})
+        hostfs.write_file(self.workdir.path, f"turn-{self.turn}", action)
+        if action == "crash" or action.startswith("sleep:"):
+            _kept.append(sandbox.popen(["sleep", f"3600.{self.tag}"], self.workdir))
+        verdict = super().evaluate(action)
+        info = {**verdict.info, "workdir": str(self.workdir.path)}
+        return Verdict(verdict.reward, verdict.outcome, verdict.feedback, info)
+
+    def close(self) -> None:
+        if self.workdir is not None:
+            self.workdir.cleanup()
+            self.workdir = None
 
 
 class ToyGym(Gym):
@@ -63,3 +99,16 @@ class LyingGym(ToyGym):
             Candidate("sleep:60", "timeout", "hang"),  # beyond the host timeout: an error
             Candidate("raise", "fail", "gym-bug"),
         ]
+
+
+class FilesGym(ToyGym):
+    """ToyGym whose episodes keep files and sandboxed processes, tagged `tag` (see FilesEpisode)."""
+
+    name = "files-toy"
+
+    def __init__(self, tag: str, max_turns: int | str = 3) -> None:
+        super().__init__(max_turns)
+        self.tag = tag
+
+    def open(self, task: Task) -> Episode:
+        return FilesEpisode(task, self.max_turns, self.tag)
