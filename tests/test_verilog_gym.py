@@ -95,6 +95,23 @@ def test_precheck_checks_the_interface() -> None:
         'initial $readmemh("expect.hex", mem); reg [7:0] mem [0:3];',
         'import "DPI-C" function int system(input string cmd);',
         "assign y = $c(\"1\");",
+        # Whatever a simulator's preprocessor or constant evaluation would decide:
+        "`ifdef __ICARUS__\n final $display(\"x\");\n`endif",
+        "`ifdef VERILATOR\n initial $c(\"system(\\\"id\\\")\");\n`endif",
+        "`ifndef NOTHING\n`else\n initial $system(\"id\");\n`endif",
+        "`define HIDE(x) \\\n x\n",
+        "`SOME_PREDEFINED_MACRO",
+        'initial \\$display ("escaped identifier");',
+        "reg r; initial force r = 1'b1;",
+        "reg r; initial begin r = 0; release r; end",
+        "(* keep = $system(\"id\") *) wire z;",
+        "generate if (1'b0) begin : g assign y = heavygym_tb.i; end endgenerate",
+        "wire w; assign w = dut.y;",
+        'initial $display("a string\n that goes on");',
+        "wire w; assign w = 1'b0;\x00 initial $system(\"id\");",
+        "wire w; // a comment that continues \\\n initial $system(\"id\");",
+        "/* never closed",
+        "initial " + "begin " * 200 + "end " * 200,
     ],
 )
 def test_precheck_refuses_escape_hatches(body: str) -> None:

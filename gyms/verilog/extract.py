@@ -1,17 +1,25 @@
-"""Find the Verilog in a model's answer: a fenced code block, or a bare `module ... endmodule`."""
+"""Find the Verilog in a model's answer: a fenced code block, or a bare `module ... endmodule`.
+
+Model output is untrusted and may be degenerate (hundreds of KB of repeated markup), so every
+scan here is linear: literal searches that always move forward, and regexes without nested
+or overlapping repetition. `Episode.step` has already capped the answer's size.
+"""
 
 from __future__ import annotations
 
 import re
 
-MAX_SOURCE_CHARS = 100_000  # far above any task here; beyond it the answer is not a design
+MAX_SOURCE_CHARS = 64 * 1024  # the answer cap (gyms/base.py): a design cannot be longer
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-# A fence's language tag, then the body up to the closing fence (or the end: a cut-off answer).
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_FENCE = "```"
+_TAG = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
+_CLOSE = re.compile(r"\n[ \t]*```")
 _VERILOG_TAGS = {"", "verilog", "systemverilog", "sv", "v", "vlog"}
 _MODULE = re.compile(r"\bmodule\s+([A-Za-z_][A-Za-z0-9_$]*)")
-_BARE = re.compile(r"\bmodule\b.*\bendmodule\b", re.DOTALL)
+_MODULE_WORD = re.compile(r"\bmodule\b")
+_ENDMODULE = re.compile(r"\bendmodule\b")
 
 
 def extract_verilog(answer: str, module: str) -> str | None:
@@ -22,13 +30,59 @@ def extract_verilog(answer: str, module: str) -> str | None:
     block that defines any module. Otherwise, outside fences, the text from the first `module`
     to the last `endmodule`.
     """
-    text = _THINK.sub("", answer)
-    blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in _VERILOG_TAGS]
-    with_modules = [b for b in blocks if _MODULE.search(b)]
+    text = _without_think(answer)
+    blocks, outside = _fenced(text)
+    verilog = [body for tag, body in blocks if tag.lower() in _VERILOG_TAGS]
+    with_modules = [b for b in verilog if _MODULE.search(b)]
     defining = [b for b in with_modules if module in _MODULE.findall(b)]
     if defining:
         return defining[-1].strip() + "\n"
     if with_modules:
         return with_modules[-1].strip() + "\n"
-    bare = _BARE.search(_FENCE.sub("", text))  # code in a fence of another language is not the design
-    return bare.group(0) + "\n" if bare else None
+    return _bare(outside)  # code in a fence of another language is not the design
+
+
+def _without_think(text: str) -> str:
+    """`text` without its closed <think>...</think> sections (an unclosed one is kept)."""
+    kept, pos = [], 0
+    while True:
+        opened = _THINK_OPEN.search(text, pos)
+        closed = _THINK_CLOSE.search(text, opened.end()) if opened else None
+        if closed is None:
+            kept.append(text[pos:])
+            return "".join(kept)
+        kept.append(text[pos : opened.start()])
+        pos = closed.end()
+
+
+def _fenced(text: str) -> tuple[list[tuple[str, str]], str]:
+    """(tag, body) of every fenced block, and the text outside them.
+
+    A fence opens at ``` followed by a language tag and the end of its line, and closes at a
+    line starting with ``` (or the end of the text: a cut-off answer).
+    """
+    blocks: list[tuple[str, str]] = []
+    outside: list[str] = []
+    pos = 0
+    while True:
+        start = text.find(_FENCE, pos)
+        line_end = text.find("\n", start) if start >= 0 else -1
+        if line_end < 0:  # no fence, or one whose line never ends: no later fence has a body either
+            outside.append(text[pos:])
+            return blocks, "".join(outside)
+        outside.append(text[pos:start])
+        tag = _TAG.match(text, start + len(_FENCE)).group(1)
+        closed = _CLOSE.search(text, line_end + 1)
+        end = closed.start() if closed else len(text)
+        blocks.append((tag, text[line_end + 1 : end]))
+        pos = closed.end() if closed else len(text)
+
+
+def _bare(text: str) -> str | None:
+    first = _MODULE_WORD.search(text)
+    if first is None:
+        return None
+    last = None
+    for last in _ENDMODULE.finditer(text, first.end()):
+        pass
+    return text[first.start() : last.end()] + "\n" if last else None

@@ -1,11 +1,15 @@
-"""A fast check of the candidate alone with pyslang, before any simulator runs.
+"""A fast check of the candidate alone, before any simulator runs: the lexical screen
+(`screen.py`), then pyslang.
 
-It catches syntax and elaboration errors (with line:col messages), a missing module or a
-wrong interface, and system tasks a design has no business calling. The last is what keeps
-the verdict honest: a design that could read files or plusargs could learn the testbench's
-nonce or expected values, one that could call `$finish` could end the test early, and
-Verilator's `$c`/DPI would run C++ of the model's choosing. Everything here runs in the gym
-worker, outside the sandbox, so `include is refused (it would read host files).
+The screen refuses what a design has no business using, in every branch of the raw text:
+macros and conditional compilation (so the simulators' preprocessors cannot show them code
+the screen did not see), system tasks outside a small allow-list (file I/O, plusargs,
+`$finish`, Verilator's `$c`, `$system`), DPI, escaped identifiers, force/release and dotted
+(hierarchical) names. pyslang then catches syntax and elaboration errors (with line:col
+messages), a missing module or a wrong interface. The verdict does not rest on any of this
+(it comes from outputs compared on the host); the screen is defence in depth, and it keeps
+the model's C++ and shell out of Verilator builds. Everything here runs in the gym worker,
+outside the sandbox, and never reads a file.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from gyms.verilog.screen import screen
 from gyms.verilog.toolchain import PYSLANG_HINT, ToolMissing
 
 try:
@@ -31,12 +36,15 @@ ALLOWED_SYSTEM_NAMES = frozenset(
         "$increment", "$dimensions", "$unpacked_dimensions", "$countones", "$countbits", "$onehot",
         "$onehot0", "$isunknown", "$rtoi", "$itor", "$realtobits", "$bitstoreal", "$floor", "$ceil",
         "$pow", "$ln", "$log10", "$exp", "$sqrt", "$abs", "$min", "$max", "$time", "$stime", "$realtime",
-        "$error", "$warning", "$info", "$typename",
+        "$typename",
     }
 )  # fmt: skip
-# Printing is harmless where the testbench's verdict carries a nonce; benchmark testbenches
-# print a plain verdict a design could forge, so there it is refused too.
-PRINTING = frozenset({"$display", "$displayb", "$displayh", "$displayo", "$write", "$strobe", "$monitor"})
+# Printing is harmless where the verdict comes from recorded outputs; testbenches that print
+# a plain verdict (forgeable benches) could be fooled by it, so there it is refused too.
+PRINTING = frozenset(
+    {"$display", "$displayb", "$displayh", "$displayo", "$write", "$strobe", "$monitor", "$error", "$warning",
+     "$info"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,9 @@ def precheck(
     reference model of a benchmark) could replace it, so that is refused.
     """
     require_pyslang()
-    if "`include" in source:
-        return Precheck(("`include is not allowed: put all of your code in the one answer.",))
+    screened = screen(source, ALLOWED_SYSTEM_NAMES | PRINTING if allow_printing else ALLOWED_SYSTEM_NAMES)
+    if screened:
+        return Precheck(tuple(screened))
     options = parsing.PreprocessorOptions()
     options.maxIncludeDepth = 0  # a macro that expands to `include is refused too
     compile_options = ast.CompilationOptions()
@@ -81,13 +90,21 @@ def precheck(
     compile_options.errorLimit = MAX_MESSAGES
     bag = pyslang.Bag([options, compile_options])
     sources = pyslang.SourceManager()
+    try:
+        return _elaborate(source, module, expected, reserved, bag, sources)
+    except RuntimeError as exc:  # slang gives up on input it cannot handle (limits of its own)
+        return Precheck((f"the design could not be parsed ({exc or 'too complex'}); simplify it.",))
+
+
+def _elaborate(
+    source: str,
+    module: str,
+    expected: Sequence[PortSpec] | None,
+    reserved: Collection[str],
+    bag: pyslang.Bag,
+    sources: pyslang.SourceManager,
+) -> Precheck:
     tree = syntax.SyntaxTree.fromText(source, sources, DESIGN_FILE, "", bag)
-    forbidden = _forbidden_system_names(tree, allow_printing)
-    if forbidden:
-        names = ", ".join(sorted(forbidden))
-        return Precheck((f"{names} may not be used in a design here (no file, plusarg, simulation-control "
-                         f"{'' if allow_printing else 'or printing '}system tasks, no DPI); remove "
-                         f"{'it' if len(forbidden) == 1 else 'them'}.",))  # fmt: skip
     clashes = sorted(_declared_names(tree) & set(reserved))
     if clashes:
         return Precheck((f"module name {', '.join(clashes)} is used by the testbench; rename your module.",))
@@ -135,21 +152,6 @@ def interface_problems(module: str, found: Sequence[PortSpec], expected: Sequenc
 
 def _declare(p: PortSpec) -> str:
     return f"{p.direction} [{p.width - 1}:0] {p.name}" if p.width > 1 else f"{p.direction} {p.name}"
-
-
-def _forbidden_system_names(tree: syntax.SyntaxTree, allow_printing: bool) -> set[str]:
-    allowed = ALLOWED_SYSTEM_NAMES | PRINTING if allow_printing else ALLOWED_SYSTEM_NAMES
-    found: set[str] = set()
-
-    def visit(node: object) -> bool:
-        # Tokens are seen after macro expansion, so `$``fopen` is caught as $fopen.
-        if isinstance(node, parsing.Token) and node.kind == parsing.TokenKind.SystemIdentifier:
-            if node.valueText not in allowed:
-                found.add(node.valueText)
-        return True
-
-    tree.root.visit(visit)
-    return found
 
 
 _DECLARATIONS = ("ModuleDeclaration", "InterfaceDeclaration", "ProgramDeclaration", "PackageDeclaration")
