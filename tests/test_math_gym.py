@@ -1,4 +1,4 @@
-"""The math gym: answer extraction, task sources, and episodes checked by the real sandboxed checker."""
+"""The math gym: task sources, and episodes checked by the real sandboxed checker."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from gyms.conformance import check_gym
 from gyms.math import MathGym
 from gyms.math import gym as gym_module
 from gyms.math.dapo import load_problems
-from gyms.math.extract import extract_answer
 from gyms.math.gym import checker
 from gyms.math.tasks import RG_DATASETS
 from gyms.pool import GymPool
@@ -28,48 +27,6 @@ def gym() -> MathGym:
 @pytest.fixture(scope="module")
 def task(gym: MathGym) -> Task:
     return next(t for t in gym.tasks() if t.id.startswith("rg/chain_sum/"))
-
-
-# -- answer extraction ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "answer"),
-    [
-        ("so the result is \\boxed{42}.", "42"),
-        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
-        ("first \\boxed{1}, then finally \\boxed{2}", "2"),
-        ("\\fbox{7}", "7"),
-        ("\\boxed {x^{2} + 1}", "x^{2} + 1"),
-        ("\\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),
-        ("\\boxed{$3$}", "3"),
-        ("\\boxed{3}\nAnswer: 4", "3"),  # a box wins over an answer line
-        ("Work...\nAnswer: 42", "42"),
-        ("**Answer:** 42", "42"),
-        ("**Answer: 42**", "42"),
-        ("answer: $x+1$", "x+1"),
-        ("Final answer: 7.", "7"),
-        ("Answer: 3\nno wait\nANSWER: 5\nThat's it.", "5"),
-    ],
-)
-def test_extracts_the_final_answer(text: str, answer: str) -> None:
-    assert extract_answer(text) == answer
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "The answer is 42.",
-        "\\boxed{42",
-        "\\boxed{1} and then \\boxed{2",  # the final box is malformed: no answer
-        "\\boxed{}",
-        "Answer:",
-        "The Answer: is somewhere in the text",  # not at the start of a line
-        "",
-    ],
-)
-def test_no_answer(text: str) -> None:
-    assert extract_answer(text) is None
 
 
 # -- tasks ---------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
-from gyms.math.extract import extract_answer
+from gyms.math.extract import extract_answers
+from gyms.math.shape import screen
 from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
 from gyms.options import Options
 from gyms.sandbox import SandboxError
@@ -26,6 +27,8 @@ ADDITION = "addition"
 CHECK_TIMEOUT_S = 8.0
 # Gold answers are short; a longer "answer" is not one, and would only load the checker.
 MAX_ANSWER_CHARS = 1000
+# A reply may box the same answer more than once, in different forms; more is a scattershot.
+MAX_FINAL_ANSWERS = 4
 # Runs in isolated mode (-I): the checker imports math-verify and nothing from the project.
 VERIFIER = Path(__file__).with_name("verifier.py")
 
@@ -34,7 +37,9 @@ NO_ANSWER = (
     " (or, if the problem asks for it, on a last line `Answer: ...`)."
 )
 TOO_LONG = "Your final answer is {} characters long; give the answer alone."
+TOO_MANY = "Your reply gives {} different final answers; give one."
 NOT_CORRECT = "That answer is not correct."
+NOT_ALL_CORRECT = "Your reply gives {} different final answers, and not all of them are correct; give one."
 NOT_CHECKED = "Your answer could not be checked in time; give it in a simpler form."
 RETRY = " You may try again."
 
@@ -57,15 +62,21 @@ class MathEpisode(Episode):
 
     def evaluate(self, action: str) -> Verdict:
         retry = RETRY if self.turn < self.max_turns else ""
-        answer = extract_answer(action)
-        if answer is None:
+        found = extract_answers(action)
+        if found is None:
             return Verdict(0.0, Outcome.FAIL, NO_ANSWER + retry, {"answer": None})
-        if len(answer) > MAX_ANSWER_CHARS:
-            return Verdict(0.0, Outcome.FAIL, TOO_LONG.format(len(answer)) + retry, {"answer": answer[:200]})
-        info: dict[str, Any] = {"answer": answer}
+        if found.problem is not None:
+            return Verdict(0.0, Outcome.FAIL, found.problem + retry, {"answer": None})
+        answers, gold = found.answers, self.task.metadata["gold"]
+        info: dict[str, Any] = {"answer": answers[-1][:200]}
+        if len(answers) > 1:
+            info["answers"] = [a[:200] for a in answers[:MAX_FINAL_ANSWERS]]
+        refused = _refusal(answers, gold)
+        if refused is not None:
+            return Verdict(0.0, Outcome.FAIL, refused + retry, {**info, "refused": refused})
         started = time.monotonic()
         try:
-            reply = checker().request({"answer": answer, "gold": self.task.metadata["gold"]}, CHECK_TIMEOUT_S)
+            reply = checker().request({"answers": list(answers), "gold": gold}, CHECK_TIMEOUT_S)
         except WarmTimeout:
             # A pathological answer that hangs the checker is the model's fault: a fail.
             reply = {"ok": True, "correct": False, "timed_out": True}
@@ -76,9 +87,25 @@ class MathEpisode(Episode):
             # The checker could not read the request (a bad gold answer): not the model's doing.
             return _error("the math checker rejected the task", reply.get("error"), info)
         info.update(parsed=reply.get("parsed"), timed_out=bool(reply.get("timed_out")))
+        if "unreadable" in reply:
+            info["unreadable"] = reply["unreadable"]
         if reply.get("correct"):
             return Verdict(1.0, Outcome.PASS, "Correct.", info)
-        return Verdict(0.0, Outcome.FAIL, (NOT_CHECKED if info["timed_out"] else NOT_CORRECT) + retry, info)
+        wrong = NOT_ALL_CORRECT.format(len(answers)) if len(answers) > 1 else NOT_CORRECT
+        return Verdict(0.0, Outcome.FAIL, (NOT_CHECKED if info["timed_out"] else wrong) + retry, info)
+
+
+def _refusal(answers: tuple[str, ...], gold: str) -> str | None:
+    """Why the answers are refused before any check (too many, too long, not a value's shape)."""
+    if len(answers) > MAX_FINAL_ANSWERS:
+        return TOO_MANY.format(len(answers))
+    for answer in answers:
+        if len(answer) > MAX_ANSWER_CHARS:
+            return TOO_LONG.format(len(answer))
+        problem = screen(answer, gold)
+        if problem is not None:
+            return problem
+    return None
 
 
 def _error(what: str, detail: object, info: dict[str, Any]) -> Verdict:

@@ -3,10 +3,13 @@
 Run as `python -I gyms/math/verifier.py` (or `python -m gyms.math.verifier`). It prints
 `{"ready": true}` once math-verify is imported, then answers each request line
 
-    {"answer": "<the model's extracted answer>", "gold": "<the gold answer>"}
+    {"answers": ["<an extracted final answer>", ...], "gold": "<the gold answer>"}
 
-with one line `{"ok": true, "correct": bool, "parsed": str, "timed_out": bool}`, or
-`{"ok": false, "error": "..."}` for a request it cannot read. It never exits on bad input.
+with one line `{"ok": true, "correct": bool, "parsed": str, "timed_out": bool}`: correct when
+every answer equals the gold (checks stop at the first that does not). `{"ok": false, "error":
+"..."}` is only for a request it cannot read or a gold answer it cannot parse: a model's answer
+never causes one, whatever it makes math-verify or sympy do (the reply then has `"unreadable"`).
+It never exits on bad input.
 
 It imports nothing from the project, so it runs wherever math-verify is installed.
 math-verify bounds its own work with `signal.alarm`, which works on the main thread only:
@@ -35,6 +38,9 @@ _CONFIG = [LatexExtractionConfig(), ExprExtractionConfig()]
 # the LaTeX parser reads them. Only plain exponents: the rest stays as written.
 _PYTHON_POWER = re.compile(r"\*\*\s*(-?\d+(?:\.\d+)?|[A-Za-z])")
 _PARSED_CHARS = 200
+# The gym sends answers of at most 1000 characters, at most 4 of them; this is a second fence.
+MAX_ANSWER_CHARS = 2000
+MAX_ANSWERS = 8
 
 
 class _TimeoutCounter(logging.Handler):
@@ -52,14 +58,34 @@ class _TimeoutCounter(logging.Handler):
 _timeouts = _TimeoutCounter()
 
 
-def check(answer: str, gold: str) -> dict[str, Any]:
+def check(answers: list[str], gold: str) -> dict[str, Any]:
+    """Whether every answer equals `gold`; raises only for a gold answer that cannot be parsed."""
     gold_parsed = _parse_gold(gold)
     if not gold_parsed:
         raise ValueError(f"the gold answer {gold!r} could not be parsed; fix the task's gold answer")
+    reply: dict[str, Any] = {"ok": True, "correct": bool(answers), "parsed": "", "timed_out": False}
+    if len(answers) > MAX_ANSWERS:
+        return {**reply, "correct": False, "unreadable": f"{len(answers)} answers; at most {MAX_ANSWERS} are read"}
     _timeouts.count = 0
-    parsed = parse(_as_latex(answer), extraction_config=_CONFIG, parsing_timeout=PARSE_TIMEOUT_S)
-    correct = bool(parsed) and verify(list(gold_parsed), parsed, timeout_seconds=VERIFY_TIMEOUT_S)
-    return {"ok": True, "correct": correct, "parsed": _describe(parsed), "timed_out": _timeouts.count > 0}
+    for answer in answers:
+        reply.update(_check_one(answer, gold_parsed))
+        if not reply["correct"]:
+            break
+    reply["timed_out"] = _timeouts.count > 0
+    return reply
+
+
+def _check_one(answer: str, gold_parsed: tuple[Any, ...]) -> dict[str, Any]:
+    """One answer against the parsed gold. Whatever the answer makes the libraries raise (a
+    number too long to print, a recursion too deep), it is the answer's fault: a plain no."""
+    if len(answer) > MAX_ANSWER_CHARS:
+        return {"correct": False, "unreadable": f"{len(answer)} characters; the limit is {MAX_ANSWER_CHARS}"}
+    try:
+        parsed = parse(_as_latex(answer), extraction_config=_CONFIG, parsing_timeout=PARSE_TIMEOUT_S)
+        correct = bool(parsed) and verify(list(gold_parsed), parsed, timeout_seconds=VERIFY_TIMEOUT_S)
+        return {"correct": bool(correct), "parsed": _describe(parsed)}
+    except (Exception, TimeoutException) as exc:  # TimeoutException is a BaseException
+        return {"correct": False, "unreadable": type(exc).__name__}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -77,7 +103,10 @@ def _describe(parsed: list[Any]) -> str:
     if not parsed:
         return ""
     symbolic = [p for p in parsed if not isinstance(p, str)]
-    return str((symbolic or parsed)[0])[:_PARSED_CHARS]
+    try:
+        return str((symbolic or parsed)[0])[:_PARSED_CHARS]
+    except (Exception, TimeoutException):  # e.g. an integer with more digits than str() allows
+        return "<too large to print>"
 
 
 def handle(line: bytes) -> dict[str, Any]:
@@ -85,10 +114,10 @@ def handle(line: bytes) -> dict[str, Any]:
         request = json.loads(line.decode())
         if not isinstance(request, dict):
             raise ValueError("a request is a JSON object")
-        answer, gold = request.get("answer"), request.get("gold")
-        if not isinstance(answer, str) or not isinstance(gold, str):
-            raise ValueError('a request needs string fields "answer" and "gold"')
-        return check(answer, gold)
+        answers, gold = request.get("answers"), request.get("gold")
+        if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers) or not isinstance(gold, str):
+            raise ValueError('a request needs a list of strings "answers" and a string "gold"')
+        return check(answers, gold)
     except (Exception, TimeoutException) as exc:  # TimeoutException is a BaseException
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:1000]}
 
