@@ -61,7 +61,7 @@ def test_a_result_file_becomes_a_simulation():
     output = "record SimulationResult\n    resultFile = \"Ball_res.csv\",\nend SimulationResult;\n@heavygym-param e=0.7\n"
     sim = read_result((FIXTURES / "om_result.csv").read_text(), output, REQUEST, 1.5)
     assert sim.ok and sim.parameters == {"e": 0.7}
-    assert sim.time[3:5] == [0.5530261, 0.5530261]  # the event instant, before and after
+    assert sim.time[3:5].tolist() == [0.5530261, 0.5530261]  # the event instant, before and after
     assert sim.values["v"][4] == pytest.approx(3.79763023)
     assert sim.missing == ("arr[1].x",)
 

@@ -1,15 +1,23 @@
 """Scoring simulated trajectories: match against a reference, and scalar requirements.
 
-Both trajectories come from the same simulation set-up, so their output grids agree; the
-solvers add event instants (a time repeated for the values before and after the event).
-Values are compared on the grid, right after any event at a grid instant, and grid points
-within `event_window` of a *reference* event are skipped: an event found a hair earlier or
-later must not fail a correct model. Only reference events open windows, so a candidate
-cannot hide a wrong trajectory behind events of its own.
+Trajectories are compared densely, not only at the task's output instants: both the
+reference and the answer are simulated on a grid of `dense_intervals(intervals)` steps,
+8 to 9 per output interval, whose spacing is set by a secret drawn once per process and
+shares (almost) no point with the output grid. A model that is right at the output instants
+and wrong between them, or one tuned to any grid it can predict, therefore fails.
+
+Both trajectories come from the same simulation set-up, so their grids agree; the solvers
+add event instants (a time repeated for the values before and after the event). Values are
+compared on the grid, right after any event at a grid instant, and grid points within
+`event_window` of a *reference* event are skipped: an event found a hair earlier or later
+must not fail a correct model. Only reference events open windows, so a candidate cannot
+hide a wrong trajectory behind events of its own.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +26,11 @@ import numpy as np
 
 # Grid instants closer than this (relative to the stop time) are the same instant.
 _SAME_INSTANT = 1e-9
+# Simulated steps per output interval, at least: a wobble between output instants shows.
+DENSITY = 8
+# The process's secret share of one more step per interval: the dense grid is not predictable,
+# so no answer can be tuned to be right exactly on it. Never sent to the sandbox.
+_GRID_SECRET = random.SystemRandom().uniform(0.05, 0.95)
 # When event windows would hide more of the grid than this, the check says so and fails.
 _MAX_MASKED = 0.5
 
@@ -47,6 +60,17 @@ class CheckOutcome:
 
 def grid(stop_time: float, intervals: int) -> np.ndarray:
     return np.linspace(0.0, stop_time, intervals + 1)
+
+
+def dense_intervals(intervals: int, secret: float | None = None) -> int:
+    """How many intervals to simulate for a task with `intervals` output intervals.
+
+    Between DENSITY and DENSITY + 1 times as many, and never a multiple of `intervals`, so
+    the dense grid does not simply refine the output grid.
+    """
+    share = _GRID_SECRET if secret is None else secret
+    count = math.ceil((DENSITY + share) * intervals)
+    return count + 1 if count % intervals == 0 else count
 
 
 def on_grid(time: Sequence[float], values: Sequence[float], points: np.ndarray) -> np.ndarray:
@@ -100,9 +124,9 @@ def match_trajectory(
     return CheckOutcome(
         name,
         False,
-        f"`{name}` differs from the expected trajectory from time {points[first]:.6g} on "
+        f"`{name}` differs from the expected trajectory from time {points[first]:.4g} on "
         f"(expected {ref[first]:.6g}, got {cand[first]:.6g}); largest difference {error[worst]:.3g} "
-        f"at time {points[worst]:.6g}; {int(bad.sum())} of {int(keep.sum())} output points are off",
+        f"at time {points[worst]:.4g}; {int(bad.sum())} of {int(keep.sum())} compared points are off",
     )
 
 

@@ -4,6 +4,10 @@ The reward is the fraction of checks passed: one per compared variable, one per 
 requirement. A model that does not compile or simulate scores 0 and gets the compiler's
 message back, with line numbers where they can be found. Only a backend that cannot run at
 all (or a reference that does not simulate) is an `error`.
+
+The answer key stays out of the answer's reach: references are simulated by the backend's
+reference runner, which never sees an answer, and the comparison runs here, in the gym's
+process, on replies parsed strictly (backend.py).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from gyms.sandbox import Sandbox, SandboxError, Workdir
 RETRY = "\n\nFix the model and answer again with the complete model."
 NO_MODEL = "No Modelica model found. Answer with the complete model in a ```modelica code block."
 
-# Reference simulations per process, by backend configuration and request (LRU).
+# Reference simulations per process, by backend configuration and request (LRU). An entry
+# holds dense trajectories (~0.3 MB), hence the modest size.
 _REFERENCES: OrderedDict[tuple[BackendConfig, SimRequest], Simulation] = OrderedDict()
-_REFERENCE_CACHE_SIZE = 256
+_REFERENCE_CACHE_SIZE = 64
 
 
 class ModelicaEpisode(Episode):
@@ -96,7 +101,7 @@ class ModelicaEpisode(Episode):
         request = _request(self.task.reference, setup, overrides=overrides)
         key = (self.config, request)
         if fresh or key not in _REFERENCES:
-            result = self._simulate(request)
+            result = backend_for(self.config).simulate_reference(request)
             if not result.ok and not overrides:
                 raise BackendFault(f"the reference of task {self.task.id} did not simulate: {result.status}: {result.message}")
             _REFERENCES[key] = result
@@ -115,11 +120,12 @@ class ModelicaEpisode(Episode):
 def _request(
     source: str, setup: Setup, parameters: tuple[str, ...] = (), overrides: tuple[tuple[str, float], ...] = ()
 ) -> SimRequest:
-    return SimRequest(source, setup.model, setup.stop_time, setup.intervals, setup.simulated, parameters, overrides)
+    intervals = compare.dense_intervals(setup.intervals)
+    return SimRequest(source, setup.model, setup.stop_time, intervals, setup.simulated, parameters, overrides)
 
 
 def _checks(setup: Setup, reference: Simulation, candidate: Simulation) -> list[compare.CheckOutcome]:
-    points = compare.grid(setup.stop_time, setup.intervals)
+    points = compare.grid(setup.stop_time, compare.dense_intervals(setup.intervals))
     tolerance = compare.Tolerance(setup.rtol, setup.atol)
     checks = []
     for name in setup.variables:

@@ -1,9 +1,14 @@
-"""Finding the Modelica source in a model's answer.
+"""Finding the Modelica source in a model's answer, in time linear in the answer's length.
 
 The answer should hold the model in a ```modelica code block; the last such block wins (a
 model that corrects itself writes the fixed version last). Failing that, the last fenced
 block that defines a class, and failing that, the bare text from the first class header to
 the last `end Name;`.
+
+Model output is untrusted and may be degenerate (tens of kilobytes of repeated fences or
+headers), so every pattern here is anchored to one line and nothing is searched once per
+match: fences are found by one pass over the lines, headers and `end` lines by one regex
+pass each. `Episode.step` caps the answer's size before any of this runs.
 """
 
 from __future__ import annotations
@@ -13,34 +18,71 @@ import re
 # Longer sources are not answers to these tasks, and would only load the compiler.
 MAX_SOURCE_CHARS = 50_000
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = "```"
+# A class header on one line (keywords and name on the same line, as every answer writes them).
 _CLASS_HEADER = re.compile(
-    r"^[ \t]*(?:(?:partial|encapsulated|final|expandable)\s+)*"
-    r"(?:model|block|package|class|connector|record|function|type)\s+[A-Za-z_]\w*",
+    r"^[ \t]*(?:(?:partial|encapsulated|final|expandable)[ \t]+)*"
+    r"(?:model|block|package|class|connector|record|function|type)[ \t]+([A-Za-z_]\w*)",
     re.MULTILINE,
 )
-_END = re.compile(r"^[ \t]*end\s+[A-Za-z_][\w.]*\s*;[ \t]*$", re.MULTILINE)
+_END = re.compile(r"^[ \t]*end[ \t]+([A-Za-z_][\w.]*)[ \t]*;", re.MULTILINE)
+_LABEL = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
 _LABELS = {"modelica", "mo"}
 
 
 def extract_source(answer: str) -> str | None:
     """The Modelica source of the answer, or None when there is none."""
-    blocks = [(label.lower(), body) for label, body in _FENCE.findall(answer)]
+    blocks = fenced_blocks(answer)
     labelled = [body for label, body in blocks if label in _LABELS and _CLASS_HEADER.search(body)]
     if labelled:
         return labelled[-1].strip()
     defining = [body for _, body in blocks if _CLASS_HEADER.search(body) and _END.search(body)]
     if defining:
         return defining[-1].strip()
-    # Prose can start a line with "model the plant as...": a header counts only if its end follows.
+    return _bare_source(answer)
+
+
+def fenced_blocks(answer: str) -> list[tuple[str, str]]:
+    """(label, body) of every ``` block, in order; an unclosed block runs to the end.
+
+    A fence opens anywhere in a line (the rest of that line is its label and info string)
+    and closes at the next ``` anywhere; the rest of the closing line is dropped. One pass.
+    """
+    blocks: list[tuple[str, str]] = []
+    label: str | None = None  # None: outside a block
+    body: list[str] = []
+    for line in answer.splitlines(keepends=True):
+        at = line.find(_FENCE)
+        if label is None:
+            if at >= 0:
+                label = _LABEL.match(line, at + len(_FENCE)).group(1).lower()  # type: ignore[union-attr]
+                body = []
+        elif at >= 0:
+            body.append(line[:at])
+            blocks.append((label, "".join(body)))
+            label = None
+        else:
+            body.append(line)
+    if label is not None:
+        blocks.append((label, "".join(body)))
+    return blocks
+
+
+def _bare_source(answer: str) -> str | None:
+    """From the first class header whose `end Name;` follows it to the last `end ...;` line.
+
+    Prose can start a line with "model the plant as...": a header counts only if its end follows.
+    """
+    ends = list(_END.finditer(answer))
+    if not ends:
+        return None
+    last_end_of = {m.group(1): m.end() for m in ends}  # later matches overwrite earlier ones
     for header in _CLASS_HEADER.finditer(answer):
-        name = header.group(0).split()[-1]
-        if re.search(rf"^[ \t]*end\s+{name}\s*;", answer[header.end() :], re.MULTILINE):
-            last_end = list(_END.finditer(answer, header.end()))[-1]
-            return answer[header.start() : last_end.end()].strip()
+        if last_end_of.get(header.group(1), -1) > header.end():
+            return answer[header.start() : ends[-1].end()].strip()
     return None
 
 
 def defined_classes(source: str) -> list[str]:
     """Names of the classes the source defines, in order (for "you named it X" feedback)."""
-    return [m.group(0).split()[-1] for m in _CLASS_HEADER.finditer(source)]
+    return [m.group(1) for m in _CLASS_HEADER.finditer(source)]

@@ -5,6 +5,11 @@ script into the episode's work directory, runs `omc run.mos` there (omc translat
 to C, builds and runs the simulation executable) and reads the CSV result file it leaves.
 The simulation executable gets `-alarm` so a model that never finishes stops by itself;
 the sandbox's wall timeout is the backstop.
+
+omc compiles the answer to C and runs it, so the work directory is the answer's to fill:
+the host writes and reads it only through `gyms.hostfs` (no link followed, reads capped),
+parses the CSV strictly, and simulates references in a fresh work directory of their own.
+Answers that ask for external code are refused before omc runs (`screen`).
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
+from gyms import hostfs
 from gyms.base import ToolCheck
-from gyms.modelica.backend import SOURCE_NAME, BackendConfig, BackendFault, SimRequest, Simulation
+from gyms.modelica.backend import MAX_POINTS, SOURCE_NAME, BackendConfig, BackendFault, SimRequest, Simulation
 from gyms.modelica.library import library_names
 from gyms.sandbox import Limits, Sandbox, SandboxError, Workdir
 
@@ -32,6 +40,21 @@ MEMORY_MB = 8192
 _PARAM_MARK = "@heavygym-param "
 # omc's default solver tolerance, like rumoca's: far below the checks' 1e-3.
 TOLERANCE = 1e-6
+# The largest result file the host reads: a dense trajectory of a few variables is ~1 MB.
+RESULT_LIMIT = 64 * 2**20
+# Words that reach C code or the host through omc (external functions, the MSL's System,
+# Files and Streams, resources). Refused anywhere in the answer, comments included: a
+# screen that parsed Modelica itself could disagree with omc about what is a comment.
+_REFUSED = re.compile(r"(?<![\w.])(external|ExternalObject|Utilities|ModelicaServices|loadResource|Include|Library)(?!\w)")
+
+
+def screen(source: str) -> str | None:
+    """Why the answer is refused before omc compiles it, or None."""
+    found = _REFUSED.search(source)
+    if found is None:
+        return None
+    return (f"`{found.group(1)}` is not allowed in answers (not even in a comment): these tasks need no "
+            "external functions, files or system calls")  # fmt: skip
 
 
 def find_omc() -> str | None:
@@ -95,13 +118,16 @@ def read_result(csv_text: str | None, output: str, request: SimRequest, seconds:
     messages = _messages(output)
     if csv_text is None:
         return Simulation(_failure_status(output), messages, seconds=seconds)
-    reader = csv.reader(io.StringIO(csv_text))
-    header = next(reader, [])
-    rows = [[float(cell) for cell in row] for row in reader if row]
+    try:
+        header, rows = _parse_csv(csv_text)
+    except ValueError as exc:
+        return Simulation("simulation-error", f"the result file is not a valid trajectory: {exc}", seconds=seconds)
     if not rows or header[:1] != ["time"]:
         return Simulation(_failure_status(output), messages or "the simulation wrote no results", seconds=seconds)
     columns = {name: [row[i] for row in rows] for i, name in enumerate(header)}
     times = columns.pop("time")
+    if times[0] != 0.0 or any(b < a for a, b in zip(times, times[1:])) or times[-1] > request.stop_time * (1 + 1e-9):
+        return Simulation("simulation-error", "the result file's time axis is not 0 to the stop time", seconds=seconds)
     if times[-1] < request.stop_time * (1 - 1e-9):
         status = "timeout" if "alarm" in output.lower() else "simulation-error"
         return Simulation(status, messages or f"the simulation stopped at t={times[-1]:g} s", seconds=seconds)
@@ -111,8 +137,8 @@ def read_result(csv_text: str | None, output: str, request: SimRequest, seconds:
             return Simulation("simulation-error", f"non-finite (inf or nan) values computed for `{name}`", seconds=seconds)
     return Simulation(
         "ok",
-        time=times,
-        values=values,
+        time=np.asarray(times),
+        values={name: np.asarray(series) for name, series in values.items()},
         missing=tuple(name for name in request.variables if name not in columns),
         parameters=parameters,
         names=tuple(columns),
@@ -134,10 +160,20 @@ class OpenModelicaBackend:
     def simulate(self, request: SimRequest, workdir: Workdir | None) -> Simulation:
         if workdir is None:
             raise BackendFault("the OpenModelica backend needs the episode's work directory")
-        result_path = workdir.path / result_file(request)
-        result_path.unlink(missing_ok=True)  # a stale result must never pass for this one
-        (workdir.path / SOURCE_NAME).write_text(request.source)
-        (workdir.path / SCRIPT_NAME).write_text(mos_script(request, self.config))
+        refused = screen(request.source)
+        if refused is not None:
+            return Simulation("compile-error", refused)
+        return self._run(request, workdir)
+
+    def simulate_reference(self, request: SimRequest) -> Simulation:
+        with self._sandbox.workdir(prefix="heavygym-modelica-ref-") as workdir:
+            return self._run(request, workdir)
+
+    def _run(self, request: SimRequest, workdir: Workdir) -> Simulation:
+        root = workdir.path
+        hostfs.remove_tree(root / result_file(request))  # a stale result must never pass for this one
+        hostfs.write_file(root, SOURCE_NAME, request.source)
+        hostfs.write_file(root, SCRIPT_NAME, mos_script(request, self.config))
         timeout = self.config.call_timeout_s
         limits = Limits(
             wall_s=timeout, cpu_s=math.ceil(timeout) * 4, memory_mb=MEMORY_MB, file_mb=512, processes=256
@@ -150,8 +186,11 @@ class OpenModelicaBackend:
         seconds = time.monotonic() - started
         if run.killed in ("timeout", "cpu-limit"):
             return Simulation("timeout", f"omc did not finish within {timeout:g} s", seconds=seconds)
-        output = run.output.replace(str(workdir.path) + os.sep, "")
-        csv_text = result_path.read_text() if result_path.is_file() else None
+        output = run.output.replace(str(root) + os.sep, "")
+        try:
+            csv_text = hostfs.read_text(root, result_file(request), RESULT_LIMIT)
+        except hostfs.UnsafePath as exc:
+            return Simulation("simulation-error", f"the result file was refused: {exc}", seconds=seconds)
         return read_result(csv_text, output, request, seconds)
 
     def close(self) -> None:
@@ -170,14 +209,38 @@ def _parameters(output: str, names: Sequence[str]) -> dict[str, float | None]:
     return {name: found[name] for name in names if name in found}
 
 
+def _parse_csv(text: str) -> tuple[list[str], list[list[float]]]:
+    """omc's CSV: a header, then rows of numbers as wide as the header (ValueError else)."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, [])
+    rows = []
+    for row in reader:
+        if not row:
+            continue
+        values = [float(cell) for cell in row]
+        if len(values) != len(header):
+            raise ValueError(f"row {len(rows) + 2} does not have {len(header)} numbers")
+        rows.append(values)
+        if len(rows) > MAX_POINTS:
+            raise ValueError(f"more than {MAX_POINTS} rows")
+    return header, rows
+
+
 def _messages(output: str) -> str:
     """omc's errors and the simulation's messages, without the script's echo."""
-    keep = [
-        ln.strip().strip('"')
-        for ln in output.splitlines()
-        if re.search(r"Error|error|assert|Warning: .*(equation|variable)|alarm|messages = ", ln)
-    ]
+    keep = [ln.strip().strip('"') for ln in output.splitlines() if _worth_keeping(ln)]
     return "\n".join(dict.fromkeys(k for k in keep if k))
+
+
+_MESSAGE_WORDS = re.compile(r"Error|error|assert|alarm|messages = ")
+
+
+def _worth_keeping(line: str) -> bool:
+    # Plain searches only: omc echoes the answer's text, which must not make this slow.
+    if _MESSAGE_WORDS.search(line):
+        return True
+    warning = line.find("Warning: ")
+    return warning >= 0 and ("equation" in line[warning:] or "variable" in line[warning:])
 
 
 def _failure_status(output: str) -> str:

@@ -5,7 +5,8 @@ sandboxed process, while compiling and simulating a task model takes 5-30 ms, so
 runner makes a step several times cheaper (measured figures: docs/gyms/modelica.md). Every
 request still gets a fresh rumoca session, so one answer cannot leave classes behind for the
 next. `warm=False` starts a fresh runner per call in the episode's own work directory, for
-deployments that want no process shared between episodes.
+deployments that want no process shared between episodes. References (the answer key) are
+simulated by a runner of their own (warm) or in a work directory of their own (per call).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import atexit
 import json
 import math
+import secrets
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -20,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from gyms.base import ToolCheck
-from gyms.modelica.backend import SOURCE_NAME, BackendConfig, BackendFault, SimRequest, Simulation
+from gyms.modelica.backend import (
+    SOURCE_NAME,
+    BackendConfig,
+    BackendFault,
+    MalformedReply,
+    SimRequest,
+    Simulation,
+)
 from gyms.sandbox import Limits, Sandbox, SandboxError, Workdir
 from gyms.warm import WarmCrash, WarmProcess, WarmTimeout
 
@@ -28,6 +37,8 @@ RUNNER = Path(__file__).with_name("runner.py")
 # Address space of the runner: rumoca maps ~300 MB for a small model; the rest is headroom.
 MEMORY_MB = 2048
 INSTALL_HINT = "pip install rumoca==0.10.2"
+# A per-call runner's reply (dense trajectories: ~1 MB) fits; a cut reply is refused, not parsed.
+REPLY_BYTES = 32 * 2**20
 
 
 def rumoca_tool() -> ToolCheck:
@@ -38,6 +49,10 @@ def rumoca_tool() -> ToolCheck:
 
 
 class RumocaBackend:
+    """Answers and references run in separate runners: the process that simulates a task's
+    reference (the answer key) never receives an answer's text, and every reply is matched to
+    its request by a random id and parsed strictly on the host."""
+
     def __init__(self, config: BackendConfig) -> None:
         if not rumoca_tool().available:
             raise BackendFault(f"rumoca is not installed in {sys.prefix}; {INSTALL_HINT}")
@@ -46,27 +61,55 @@ class RumocaBackend:
         self._sandbox = Sandbox(expose=self.config.roots)  # users' libraries, wherever they live
         self._argv = [sys.executable, "-I", str(RUNNER)]
         self._warm: WarmProcess | None = None
+        self._reference_runner: WarmProcess | None = None
         if config.warm:
             self._warm = WarmProcess(self._argv, name="rumoca", memory_mb=MEMORY_MB, sandbox=self._sandbox)
+            self._reference_runner = WarmProcess(
+                self._argv, name="rumoca-reference", memory_mb=MEMORY_MB, sandbox=self._sandbox
+            )
             atexit.register(self.close)
 
     def simulate(self, request: SimRequest, workdir: Workdir | None) -> Simulation:
-        payload = self._payload(request)
-        started = time.monotonic()
-        if self._warm is not None:
-            reply = self._ask_warm(payload)
-        else:
-            if workdir is None:
-                raise BackendFault("the per-call rumoca runner needs the episode's work directory")
-            reply = self._ask_once(payload, workdir)
-        return Simulation.from_reply(reply, time.monotonic() - started)
+        if self._warm is None and workdir is None:
+            raise BackendFault("the per-call rumoca runner needs the episode's work directory")
+        try:
+            return self._call(request, self._warm, workdir)
+        except MalformedReply as exc:
+            if self._warm is not None:
+                self._warm.close()  # whatever it holds back must not answer the next request
+            return Simulation("crash", f"the runner's reply was rejected: {exc}")
+
+    def simulate_reference(self, request: SimRequest) -> Simulation:
+        try:
+            if self._reference_runner is not None:
+                return self._call(request, self._reference_runner, None)
+            with self._sandbox.workdir(prefix="heavygym-modelica-ref-") as workdir:
+                return self._call(request, None, workdir)
+        except MalformedReply as exc:
+            raise BackendFault(f"the reference runner answered outside its protocol: {exc}") from exc
 
     def close(self) -> None:
-        if self._warm is not None:
-            self._warm.close()
+        for runner in (self._warm, self._reference_runner):
+            if runner is not None:
+                runner.close()
+
+    def _call(self, request: SimRequest, warm: WarmProcess | None, workdir: Workdir | None) -> Simulation:
+        payload = self._payload(request)
+        started = time.monotonic()
+        if warm is not None:
+            reply = self._ask_warm(warm, payload)
+        else:
+            assert workdir is not None
+            reply = self._ask_once(payload, workdir)
+        if not isinstance(reply, dict):
+            raise MalformedReply("a reply must be a JSON object")
+        if reply.pop("id", None) != payload["id"]:
+            raise MalformedReply("the reply does not carry this request's id")
+        return Simulation.from_reply(reply, time.monotonic() - started, request)
 
     def _payload(self, request: SimRequest) -> dict[str, Any]:
         return {
+            "id": secrets.token_hex(16),
             "source": request.source,
             "filename": SOURCE_NAME,
             "model": request.model,
@@ -79,21 +122,20 @@ class RumocaBackend:
             "sim_timeout_s": self.config.sim_timeout_s,
         }
 
-    def _ask_warm(self, payload: dict[str, Any]) -> dict[str, Any]:
-        assert self._warm is not None
+    def _ask_warm(self, warm: WarmProcess, payload: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self._warm.request(payload, self.config.call_timeout_s)
+            return warm.request(payload, self.config.call_timeout_s)
         except WarmTimeout:
-            return _timed_out(self.config.call_timeout_s)
+            return _timed_out(self.config.call_timeout_s, payload)
         except WarmCrash as exc:
             # The episode tells a crash caused by the model from a broken runner (see episode.py).
-            return {"status": "crash", "message": _last_line(str(exc))}
+            return {"id": payload["id"], "status": "crash", "message": _last_line(str(exc))}
         except SandboxError as exc:
             raise BackendFault(f"the sandbox could not start the rumoca runner: {exc}") from exc
 
     def _ask_once(self, payload: dict[str, Any], workdir: Workdir) -> dict[str, Any]:
         timeout = self.config.call_timeout_s
-        limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout) + 1, memory_mb=MEMORY_MB)
+        limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout) + 1, memory_mb=MEMORY_MB, output_bytes=REPLY_BYTES)
         try:
             result = self._sandbox.run(
                 [*self._argv, "--once"], workdir, limits=limits, stdin=json.dumps(payload).encode()
@@ -101,19 +143,23 @@ class RumocaBackend:
         except SandboxError as exc:
             raise BackendFault(f"the sandbox could not start the rumoca runner: {exc}") from exc
         if result.killed in ("timeout", "cpu-limit"):
-            return _timed_out(timeout)
+            return _timed_out(timeout, payload)
         lines = result.stdout.strip().splitlines()
         if result.returncode != 0 or not lines:
             why = result.killed or f"exit code {result.returncode}"
-            return {"status": "crash", "message": f"the runner died ({why}): {_last_line(result.stderr)}"}
+            message = f"the runner died ({why}): {_last_line(result.stderr)}"
+            return {"id": payload["id"], "status": "crash", "message": message}
+        if len(lines) != 1:
+            raise MalformedReply(f"expected one reply line, got {len(lines)}")
         try:
-            return json.loads(lines[-1])
+            return json.loads(lines[0])
         except json.JSONDecodeError as exc:
-            raise BackendFault(f"the rumoca runner printed something that is not JSON: {lines[-1][:200]!r}") from exc
+            raise MalformedReply(f"the runner printed something that is not JSON: {lines[0][:200]!r}") from exc
 
 
-def _timed_out(seconds: float) -> dict[str, Any]:
-    return {"status": "timeout", "message": f"compiling and simulating took longer than {seconds:g} s"}
+def _timed_out(seconds: float, payload: dict[str, Any]) -> dict[str, Any]:
+    message = f"compiling and simulating took longer than {seconds:g} s"
+    return {"id": payload["id"], "status": "timeout", "message": message}
 
 
 def _last_line(text: str) -> str:

@@ -4,16 +4,18 @@ Run as `python -I gyms/modelica/runner.py` (a warm checker: it prints `{"ready":
 answers each request line with one reply line) or with `--once` (reads one request from
 stdin, prints its reply, exits). A request:
 
-    {"source": "model A ... end A;", "filename": "answer.mo", "model": "A", "roots": ["/lib/path"],
-     "stop_time": 1.0, "intervals": 100, "variables": ["x"], "parameters": ["k"],
-     "overrides": {"k": 2.0}, "sim_timeout_s": 3.0}
+    {"id": "3f2a...", "source": "model A ... end A;", "filename": "answer.mo", "model": "A",
+     "roots": ["/lib/path"], "stop_time": 1.0, "intervals": 100, "variables": ["x"],
+     "parameters": ["k"], "overrides": {"k": 2.0}, "sim_timeout_s": 3.0}
 
 `roots` are library directories; the libraries the source names are loaded with it.
 `parameters` are reported back (null where not a plain number), `overrides` are simulated with.
 
-A reply always has `status`: `ok` (with `time`, `values`, `missing`, `parameters`, `names`),
-or `compile-error`, `unbalanced`, `simulation-error`, `timeout`, `crash` (with `message`,
-and `diagnostics` for compile errors). Bad models never end the process.
+A reply always has the request's `id` and a `status`: `ok` (with `time`, `values`, `missing`,
+`parameters`, `names`), or `compile-error`, `unbalanced`, `simulation-error`, `timeout`,
+`crash` (with `message`, and `diagnostics` for compile errors). Bad models never end the
+process. Replies go to a private duplicate of stdout; file descriptor 1 itself is pointed at
+stderr, so nothing the compiler or solver prints can pose as a reply.
 
 It imports nothing from the project (stdlib and rumoca only). Every request gets a fresh
 `rumoca.Session`: a session remembers the classes of earlier sources, so one answer could
@@ -25,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -43,11 +46,12 @@ _MAX_NAMES = 200
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
     try:
-        return _simulate(request)
+        reply = _simulate(request)
     except BaseException as exc:  # a Rust panic surfaces as a BaseException, never as a crash
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
-        return {"status": "crash", "message": f"{type(exc).__name__}: {exc}"}
+        reply = {"status": "crash", "message": f"{type(exc).__name__}: {exc}"}
+    return {"id": request.get("id"), **reply}
 
 
 def _simulate(request: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +65,9 @@ def _simulate(request: dict[str, Any]) -> dict[str, Any]:
         status = "unbalanced" if "unbalanced model" in message else "compile-error"
         return {"status": status, "message": message, "diagnostics": _diagnostics(source, model_name, filename)}
     parameters = {
-        name: model.parameters[name].value for name in request.get("parameters", []) if name in model.parameters
+        name: _plain_number(model.parameters[name].value)
+        for name in request.get("parameters", [])
+        if name in model.parameters
     }
     try:
         result = _run(model, request)
@@ -72,6 +78,11 @@ def _simulate(request: dict[str, Any]) -> dict[str, Any]:
             result = _run(model, request, *_RETRY_TOLERANCES)
         except rumoca.SimulationError:
             return _failed(exc)
+    stop_time = float(request["stop_time"])
+    if float(result.time[-1]) < stop_time * (1 - 1e-9):  # terminate(), or a solver that gave up
+        why = f" ({result.termination})" if result.termination else ""
+        message = f"the simulation stopped at t={float(result.time[-1]):g}, before the stop time {stop_time:g}{why}"
+        return {"status": "simulation-error", "message": message}
     values = {name: result[name].tolist() for name in request["variables"] if name in result}
     for name, series in values.items():
         if not all(math.isfinite(v) for v in series):
@@ -84,6 +95,11 @@ def _simulate(request: dict[str, Any]) -> dict[str, Any]:
         "parameters": parameters,
         "names": list(result.names)[:_MAX_NAMES],
     }
+
+
+def _plain_number(value: Any) -> float | None:
+    """A parameter's value if it is a finite number (JSON has no nan or inf), else None."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def _run(model: Any, request: dict[str, Any], rtol: float | None = None, atol: float | None = None) -> Any:
@@ -148,11 +164,20 @@ def _diagnostics(source: str, model_name: str, filename: str) -> list[dict[str, 
     return [{"level": d.level, "message": d.message} for d in found if d.level == "error"]
 
 
+def _reply_channel() -> Any:
+    """A private duplicate of stdout for replies; fd 1 (and sys.stdout) then lead to stderr."""
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return channel
+
+
 def main(argv: list[str]) -> None:
+    replies = _reply_channel()
     if "--once" in argv:
-        print(json.dumps(handle(json.loads(sys.stdin.read()))))
+        print(json.dumps(handle(json.loads(sys.stdin.read()))), file=replies, flush=True)
         return
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True}), file=replies, flush=True)
     for line in sys.stdin:
         try:
             request = json.loads(line)
@@ -160,7 +185,7 @@ def main(argv: list[str]) -> None:
             reply: dict[str, Any] = {"status": "crash", "message": f"unreadable request: {exc}"}
         else:
             reply = handle(request)
-        print(json.dumps(reply), flush=True)
+        print(json.dumps(reply), file=replies, flush=True)
 
 
 if __name__ == "__main__":
