@@ -12,6 +12,7 @@ import pytest
 from conftest import needs_icarus, needs_verilator
 
 from gyms.base import Outcome
+from gyms.sandbox import Limits
 from gyms.verilog import VerilogGym
 from gyms.verilog.candidates import answer
 from gyms.verilog.extract import extract_verilog
@@ -294,14 +295,33 @@ def test_the_vector_count_is_an_option() -> None:
 
 
 @needs_verilator
-def test_an_unusable_compiler_cache_is_an_infrastructure_error(tmp_path: Path) -> None:
+def test_an_unusable_compiler_cache_is_refused_at_start_up(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    gym = VerilogGym(simulator="verilator", tasks="adder8", ccache_dir=str(blocker / "cache"))
-    with gym.open(gym.tasks()[0]) as episode:
-        result = episode.step(answer(ADDER.reference))
-    assert result.outcome is Outcome.ERROR
-    assert "ccache_dir" in result.observation
+    with pytest.raises(ValueError, match="ccache_dir.*not usable.*ccache_dir=off"):
+        VerilogGym(simulator="verilator", tasks="adder8", ccache_dir=str(blocker / "cache"))
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    with pytest.raises(ValueError, match="cannot be read by sandboxed builds.*not searchable"):
+        VerilogGym(simulator="verilator", tasks="adder8", ccache_dir=str(private / "cache"))
+
+
+@needs_verilator
+def test_a_design_build_cannot_write_the_compiler_cache() -> None:
+    # What a design that ran code in its build ($c, a compiler bug) would try: the cache is
+    # only readable there; the trusted warm-up alone writes it.
+    gym = VerilogGym(simulator="verilator", tasks="adder8")
+    episode = gym.open(gym.tasks()[0])
+    try:
+        episode.turn = 1
+        job = episode._job(episode.settings)
+        cache = job.env["CCACHE_DIR"]
+        assert job.env["CCACHE_READONLY"] == "1" and not job.shared
+        probe = job.run(["sh", "-c", f'touch "{cache}/poison" || mkdir "{cache}/0/poison"'], Limits())
+        assert not probe.ok and "Read-only file system" in probe.output
+        assert not Path(cache, "poison").exists()
+    finally:
+        episode.close()
 
 
 def test_options_are_checked() -> None:

@@ -27,9 +27,10 @@ from gyms.verilog.prebuild import ensure_warm
 from gyms.verilog.recorded import NoVerdict, Score
 from gyms.verilog.simulators import Build, Job, make_simulator
 from gyms.verilog.testbench import WAVES
-from gyms.verilog.toolchain import ToolMissing, ccache_dir, require_verilator
+from gyms.verilog.toolchain import ToolMissing, build_env, ccache_dir, require_verilator
 
 FEEDBACK_CHARS = 2500  # compiler output beyond this is noise to the model
+CCACHE_SCRATCH = ".ccache-tmp"  # ccache's temporary files, in the turn directory
 RETRY = "\nFix the design and answer with the complete module again."
 
 
@@ -129,17 +130,17 @@ class VerilogEpisode(Episode):
         # Made afresh: whatever a sandboxed run left under that name (a link, a FIFO) is removed,
         # never followed; owned by the sandbox uid, which writes its build there.
         hostfs.make_dir(self.workdir.path, subdir, self.workdir.uid)
+        make_simulator(s.simulator)  # raises ToolMissing early
         env: dict[str, str] = {}
-        shared: list[Path] = []
-        simulator = make_simulator(s.simulator)  # raises ToolMissing early
         if s.simulator == "verilator":
+            verilator = require_verilator()
             cache = ccache_dir(s.ccache_dir)
-            env = simulator.env(cache)
             if cache is not None:
-                shared.append(cache)
                 flavour = "cocotb" if s.testbench == "cocotb" else "binary"
-                ensure_warm(sandbox, cache, env, flavour, require_verilator().version)
-        return Job(sandbox, self.workdir, subdir, env, shared)
+                ensure_warm(sandbox, cache, build_env(verilator, cache), flavour, verilator.version)
+            # The design's build only reads the cache (it is not bound writable into the sandbox).
+            env = build_env(verilator, cache, scratch=self.workdir.path / subdir / CCACHE_SCRATCH)
+        return Job(sandbox, self.workdir, subdir, env)
 
     def _build(self, job: Job, build: Build) -> RunResult:
         s = self.settings

@@ -29,6 +29,7 @@ from gyms.verilog.episode import Settings, VerilogEpisode
 from gyms.verilog.loaders import load_source
 from gyms.verilog.simulators import SIMULATORS
 from gyms.verilog.spec import MODULE
+from gyms.verilog import toolchain
 from gyms.verilog.tasks import builtin_tasks
 from gyms.verilog.toolchain import package_version, tool_checks
 
@@ -79,6 +80,11 @@ class VerilogGym(Gym):
         self.waves = _OPTIONS.flag("waves", waves)
         self.keep_artifacts = _OPTIONS.flag("keep_artifacts", keep_artifacts)
         self.ccache_dir = ccache_dir
+        if self.simulator == "verilator":
+            try:
+                toolchain.ccache_dir(ccache_dir)  # an unusable cache is a set-up error, found now
+            except toolchain.ToolMissing as exc:
+                raise ValueError(f"verilog gym option ccache_dir: {exc}") from exc
         self.compile_timeout_s = COMPILE_TIMEOUT_S[self.simulator]
         if compile_timeout_s not in (None, ""):
             self.compile_timeout_s = _OPTIONS.seconds("compile_timeout_s", compile_timeout_s)

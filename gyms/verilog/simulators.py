@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gyms import hostfs
 from gyms.sandbox import Limits, RunResult, Sandbox, Workdir
-from gyms.verilog.toolchain import Verilator, build_env, require_iverilog, require_verilator
+from gyms.verilog.toolchain import Verilator, require_iverilog, require_verilator
 
 SIMULATORS = ("icarus", "verilator")
 TIMESCALE = "1ns/1ps"
@@ -77,9 +77,6 @@ class Icarus:
     def __init__(self) -> None:
         require_iverilog()
 
-    def env(self, ccache: Path | None) -> dict[str, str]:
-        return {}
-
     def build(self, job: Job, build: Build, limits: Limits) -> RunResult:
         top = ["-s", build.top] if build.top else []
         return job.run(["iverilog", "-g2012", *top, "-o", "sim.vvp", *build.sources], limits)
@@ -94,9 +91,6 @@ class VerilatorSim:
 
     def __init__(self) -> None:
         self.verilator: Verilator = require_verilator()
-
-    def env(self, ccache: Path | None) -> dict[str, str]:
-        return build_env(self.verilator, ccache)
 
     def build(self, job: Job, build: Build, limits: Limits) -> RunResult:
         argv = [

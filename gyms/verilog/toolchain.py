@@ -149,9 +149,10 @@ def _ccache_version() -> str:
     return found.group(1) if found else "unknown"
 
 
-# -- the persistent compiler cache shared by sandboxes ----------------------------------------
+# -- the persistent compiler cache, read-only to designs ----------------------------------------
 
 DEFAULT_CCACHE_DIR = Path("/var/tmp/heavygym-ccache")
+_FIX = "choose another with the gym option ccache_dir=PATH, or turn it off with ccache_dir=off"
 
 
 def ccache_dir(option: str | None) -> Path | None:
@@ -159,32 +160,56 @@ def ccache_dir(option: str | None) -> Path | None:
 
     The default is under /var/tmp: it survives reboots (unlike /tmp on many systems), is not
     under a private home (/root is mode 700, which sandbox uids cannot traverse) and not on
-    /dev/shm (hidden inside the sandbox). Every sandbox uid writes to it, so it is mode 1777.
+    /dev/shm (hidden inside the sandbox). Design builds only read it (the sandbox sees it on
+    its read-only root); the one build that writes it is the trusted warm-up (`prebuild.py`),
+    whose sandbox uid is not the owner, hence mode 1777. Raises ToolMissing, naming the fix,
+    for a directory the sandboxes could not use: call it at start-up.
     """
     if option is not None and option.strip().lower() in ("off", "none", "false", "0", ""):
         return None
     if ccache_path() is None:
         return None
-    path = Path(option or os.environ.get("HEAVYGYM_CCACHE_DIR") or DEFAULT_CCACHE_DIR)
+    path = Path(option or os.environ.get("HEAVYGYM_CCACHE_DIR") or DEFAULT_CCACHE_DIR).absolute()
     try:
         path.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or not path.is_dir():
+            raise NotADirectoryError(f"{path} is not a plain directory")
         if path.stat().st_mode & 0o1777 != 0o1777:
             path.chmod(0o1777)
     except OSError as exc:
-        raise ToolMissing(
-            f"the compiler cache directory {path} is not usable ({exc}); make it mode 1777, "
-            "choose another with the gym option ccache_dir=PATH, or turn it off with ccache_dir=off"
-        ) from exc
+        raise ToolMissing(f"the compiler cache directory {path} is not usable ({exc}); make it mode 1777, {_FIX}") \
+            from exc  # fmt: skip
+    problem = _hidden_from_sandboxes(path)
+    if problem:
+        raise ToolMissing(f"the compiler cache directory {path} cannot be read by sandboxed builds ({problem}); {_FIX}")
     return path
 
 
-def build_env(verilator: Verilator | None, cache: Path | None) -> dict[str, str]:
-    """Environment for sandboxed builds: the Verilator PATH and root, and ccache if enabled."""
+def _hidden_from_sandboxes(path: Path) -> str | None:
+    if path == Path("/dev/shm") or Path("/dev/shm") in path.parents:
+        return "sandboxes get a private /dev/shm"
+    for ancestor in path.parents:
+        if not ancestor.stat().st_mode & 0o001:
+            return f"{ancestor} is not searchable by other users"
+    return None
+
+
+def build_env(verilator: Verilator | None, cache: Path | None, scratch: Path | None = None) -> dict[str, str]:
+    """Environment for sandboxed builds: the Verilator PATH and root, and ccache if enabled.
+
+    With `scratch` (a directory the sandbox may write) the cache is only read: ccache adds no
+    results, keeps no statistics and puts its temporary files there. Without it, the build may
+    write the cache: for the trusted warm-up alone.
+    """
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     if verilator is not None:
         env["PATH"] = f"{verilator.bin_dir}{os.pathsep}{env['PATH']}"
         env["VERILATOR_ROOT"] = str(verilator.root)
     if cache is not None:
-        # umask 000: entries written by one sandbox uid must be updatable by the others.
-        env.update(OBJCACHE="ccache", CCACHE_DIR=str(cache), CCACHE_UMASK="000")
+        env.update(OBJCACHE="ccache", CCACHE_DIR=str(cache))
+        if scratch is not None:
+            env.update(CCACHE_READONLY="1", CCACHE_NOSTATS="1", CCACHE_TEMPDIR=str(scratch))
+        else:
+            # umask 000: entries the warm-up's uid writes must be readable by every sandbox uid.
+            env["CCACHE_UMASK"] = "000"
     return env
