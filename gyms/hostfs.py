@@ -122,15 +122,20 @@ def _empty(fd: int) -> None:
                     if exc.errno == errno.ENOENT:
                         continue  # moved or removed meanwhile
                     raise
-                _unlink(name, fd)  # not a directory (or a link to one): the name goes, nothing else
+                try:
+                    os.unlink(name, dir_fd=fd)  # not a directory (or a link to one): the name goes
+                except (FileNotFoundError, IsADirectoryError):
+                    pass  # gone, or a directory again: the next pass sees it
                 continue
             try:
                 _make_writable(child)
                 for inner in os.listdir(child):
-                    if stat.S_ISDIR(os.stat(inner, dir_fd=child, follow_symlinks=False).st_mode):
+                    try:
+                        os.unlink(inner, dir_fd=child)
+                    except IsADirectoryError:
                         _move_up(inner, child, fd)
-                    else:
-                        _unlink(inner, child)
+                    except FileNotFoundError:
+                        pass
             finally:
                 os.close(child)
             try:
@@ -145,13 +150,6 @@ def _make_writable(fd: int) -> None:
     be able to empty a directory the sandbox made read-only."""
     if os.geteuid() != 0 and stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
         os.fchmod(fd, 0o700)
-
-
-def _unlink(name: str, dir_fd: int) -> None:
-    try:
-        os.unlink(name, dir_fd=dir_fd)
-    except FileNotFoundError:
-        pass
 
 
 def _move_up(name: str, src_fd: int, dst_fd: int) -> None:
