@@ -3,7 +3,7 @@ directories, not a sandboxed process. Real worker processes, real bwrap sandboxe
 
 Every directory and sandboxed command of a test carries a tag of its own, and the sandbox
 uids of a worker derive from its pid, so each test checks exactly what its own pool made
-while other work runs on the machine.
+while other work runs on the machine (`FilesGym.directories_left`, `.processes_left`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from toy_gyms import FilesGym
 
 from gyms import Outcome
 from gyms.pool import GymPool
-from gyms.sandbox import _OWNER_NAME, shm_root, uids_of
+from gyms.sandbox import _OWNER_NAME, Sandbox, remove_workdirs_of
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids of their own need a root host")
 
@@ -25,37 +25,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids of their
 @pytest.fixture
 def gym() -> FilesGym:
     return FilesGym(tag=f"{random.randrange(10**9):09d}")
-
-
-def left_by(gym: FilesGym, worker_pids: set[int]) -> list[str]:
-    """Entries under /dev/shm that the test's episodes, or the given workers, made."""
-    found = []
-    for name in os.listdir(shm_root()):
-        owner = _OWNER_NAME.search(name)
-        if f"-{gym.tag}-" in name or (owner is not None and int(owner[1]) in worker_pids):
-            found.append(name)
-    return found
-
-
-def running(gym: FilesGym, worker_pids: set[int]) -> list[int]:
-    """Live processes that run as a sandbox uid of these workers, or run the test's sandboxed command."""
-    uids = [uids_of(pid) for pid in worker_pids]
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = Path(entry.path, "status").read_text()
-            cmdline = Path(entry.path, "cmdline").read_bytes()
-        except OSError:
-            continue  # exited while we looked
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields["State"].startswith("Z"):
-            continue
-        uid = int(fields["Uid"].split()[0])
-        if any(uid in r for r in uids) or f"3600.{gym.tag}".encode() in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 def opened(gym: FilesGym, pool: GymPool, pids: set[int]):
@@ -75,15 +44,15 @@ def test_a_worker_killed_mid_step_leaves_nothing_but_what_open_episodes_hold(gym
         assert crashed.result.outcome is Outcome.ERROR and "died" in crashed.result.info["error"]
         # The dead worker was cleaned up before the call returned: its warm checker's and the
         # crashed episode's directories are gone, the open episode's stays for its next turn.
-        assert left_by(gym, {first_worker}) == [Path(kept.result.info["workdir"]).name]
-        assert running(gym, {first_worker}) == []
+        assert gym.directories_left({first_worker}) == [Path(kept.result.info["workdir"]).name]
+        assert gym.processes_left({first_worker}) == []
         finished = pool.step(kept.episode, "pass")  # on the replacement worker, files intact
         assert finished.result.outcome is Outcome.PASS, finished.result.observation
         pids.add(finished.result.info["pid"])
         assert len(pids) == 2
         finished.episode.close()
-    assert left_by(gym, pids) == []
-    assert running(gym, pids) == []
+    assert gym.directories_left(pids) == []
+    assert gym.processes_left(pids) == []
 
 
 def test_a_timed_out_worker_leaves_nothing(gym):
@@ -92,11 +61,11 @@ def test_a_timed_out_worker_leaves_nothing(gym):
         kept = opened(gym, pool, pids)
         hung = pool.step(gym.open(gym.tasks()[0]), "sleep:600")
         assert hung.result.outcome is Outcome.ERROR and "host timeout" in hung.result.info["error"]
-        assert running(gym, pids) == []
-        assert left_by(gym, pids) == [Path(kept.result.info["workdir"]).name]  # still open
+        assert gym.processes_left(pids) == []
+        assert gym.directories_left(pids) == [Path(kept.result.info["workdir"]).name]  # still open
         opened(gym, pool, pids)  # the replacement serves
-    assert left_by(gym, pids) == []
-    assert running(gym, pids) == []
+    assert gym.directories_left(pids) == []
+    assert gym.processes_left(pids) == []
 
 
 def test_an_episode_the_caller_dropped_loses_its_directory_with_the_worker(gym):
@@ -104,27 +73,25 @@ def test_an_episode_the_caller_dropped_loses_its_directory_with_the_worker(gym):
     with GymPool(workers=1, step_timeout_s=1.0) as pool:
         opened(gym, pool, pids)  # dropped at once: nobody can step it again
         pool.step(gym.open(gym.tasks()[0]), "crash")
-        assert left_by(gym, pids) == []
-        assert running(gym, pids) == []
+        assert gym.directories_left(pids) == []
+        assert gym.processes_left(pids) == []
 
 
 def test_closing_the_pool_removes_the_directories_of_open_episodes(gym):
     pids: set[int] = set()
     with GymPool(workers=2, step_timeout_s=1.0) as pool:
         calls = [opened(gym, pool, pids) for _ in range(4)]
-        made = left_by(gym, pids)
+        made = gym.directories_left(pids)
         assert {Path(c.result.info["workdir"]).name for c in calls} <= set(made)
         assert len(made) == 4 + len(pids)  # one per episode, one warm checker's per worker
-        assert running(gym, pids) != []  # the warm checkers
-    assert left_by(gym, pids) == []
-    assert running(gym, pids) == []
+        assert gym.processes_left(pids) != []  # the warm checkers
+    assert gym.directories_left(pids) == []
+    assert gym.processes_left(pids) == []
     for call in calls:
         call.episode.close()  # after the pool: a no-op, never an error
 
 
 def test_a_directory_of_a_live_process_that_reuses_the_pid_is_kept(gym, tmp_path):
-    from gyms.sandbox import Sandbox, remove_workdirs_of
-
     mine = Sandbox("bwrap").workdir(prefix=f"heavygym-toy-{gym.tag}-")
     try:
         assert remove_workdirs_of(os.getpid()) == 0  # this process runs: its directory stays

@@ -21,6 +21,7 @@ from conftest import harness
 from ray.cluster_utils import Cluster
 from ray_gyms import NodeGym, PinnedGym, node_of
 from recording_policy import RecordingReplay
+from toy_gyms import FilesGym
 
 from gyms import Outcome
 from gyms.executors import make_pool
@@ -169,6 +170,25 @@ def test_a_dead_actor_leaves_no_sandboxed_process_on_its_node(cluster):
         assert call.result.outcome is Outcome.ERROR and "died" in call.result.info["error"]
         left = subprocess.run(["pgrep", "-f", f"sleep {seconds}"], capture_output=True, text=True).stdout.split()
         assert left == [], "the dead actor's sandbox outlived it"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids of their own need a root host")
+def test_a_dead_actor_leaves_no_work_directory_on_its_node_but_what_open_episodes_hold(cluster):
+    gym = FilesGym(tag=f"{random.randrange(10**9):09d}")
+    pids: set[int] = set()
+    with RayGymPool("toy_gyms:FilesGym", {"tag": gym.tag}, workers=1, address=cluster.address) as pool:
+        kept = pool.step(gym.open(gym.tasks()[0]), "wrong")
+        pids.add(kept.result.info["pid"])
+        crashed = pool.step(gym.open(gym.tasks()[1]), "crash")  # dies with a sandbox running
+        assert crashed.result.outcome is Outcome.ERROR and "died" in crashed.result.info["error"]
+        assert gym.directories_left(pids) == [Path(kept.result.info["workdir"]).name]
+        assert gym.processes_left(pids) == []
+        finished = pool.step(kept.episode, "pass")  # the replacement, on the node with the files
+        assert finished.result.outcome is Outcome.PASS, finished.result.observation
+        pids.add(finished.result.info["pid"])
+        pool.step(gym.open(gym.tasks()[2]), "wrong")  # left open at close
+    assert gym.directories_left(pids) == []
+    assert gym.processes_left(pids) == []
 
 
 def test_workers_that_cannot_start_break_the_pool_with_the_reason(cluster):

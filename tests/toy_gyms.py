@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import random
 import time
+from pathlib import Path
 
 from gyms import Candidate, Episode, Gym, Outcome, Task, Verdict, hostfs
-from gyms.sandbox import Sandbox, Workdir
+from gyms.sandbox import _OWNER_NAME, Sandbox, Workdir, shm_root, uids_of
 
 _kept: list = []  # sandboxed processes this worker started and keeps running
 _warm: dict[str, tuple[Workdir, object]] = {}  # tag -> this worker's warm checker: its directory, its process
@@ -112,3 +113,33 @@ class FilesGym(ToyGym):
 
     def open(self, task: Task) -> Episode:
         return FilesEpisode(task, self.max_turns, self.tag)
+
+    def directories_left(self, worker_pids: set[int]) -> list[str]:
+        """Entries under /dev/shm that this gym's episodes, or the given workers, made."""
+        found = []
+        for name in os.listdir(shm_root()):
+            owner = _OWNER_NAME.search(name)
+            if f"-{self.tag}-" in name or (owner is not None and int(owner[1]) in worker_pids):
+                found.append(name)
+        return found
+
+    def processes_left(self, worker_pids: set[int]) -> list[int]:
+        """Live processes that run as a sandbox uid of the given workers, or run this gym's
+        sandboxed command."""
+        uids = [uids_of(pid) for pid in worker_pids]
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                status = Path(entry.path, "status").read_text()
+                cmdline = Path(entry.path, "cmdline").read_bytes()
+            except OSError:
+                continue  # exited while we looked
+            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            if fields["State"].startswith("Z"):
+                continue
+            uid = int(fields["Uid"].split()[0])
+            if any(uid in r for r in uids) or f"3600.{self.tag}".encode() in cmdline:
+                found.append(int(entry.name))
+        return found
