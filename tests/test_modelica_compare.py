@@ -8,6 +8,7 @@ import pytest
 from gyms.modelica.compare import (
     Tolerance,
     check_requirement,
+    dense_intervals,
     event_times,
     grid,
     match_trajectory,
@@ -113,3 +114,22 @@ def test_requirements_are_measured_from_from_time():
 def test_an_unknown_requirement_kind_says_which_exist():
     with pytest.raises(ValueError, match="use overshoot, settling_time, final_value or peak"):
         check_requirement({"kind": "rise_time", "variable": "y"}, STEP_TIME, STEP)
+
+
+@pytest.mark.parametrize("secret", [0.05, 0.5, 0.95])
+@pytest.mark.parametrize("intervals", [1, 7, 400, 1000])
+def test_the_dense_grid_is_eight_to_nine_times_finer_and_never_a_refinement(intervals, secret):
+    dense = dense_intervals(intervals, secret)
+    assert 8 * intervals < dense <= 9 * intervals + 1
+    assert intervals == 1 or dense % intervals != 0
+
+
+def test_a_wobble_between_output_instants_passes_on_them_and_fails_densely():
+    output = grid(20.0, 400)
+    dense = grid(20.0, dense_intervals(400, 0.37))
+    wobbly = lambda t: np.exp(-t / 5) + 0.5 * np.sin(np.pi * t / 0.05)  # noqa: E731
+    exact = lambda t: np.exp(-t / 5)  # noqa: E731
+    at_instants = match_trajectory("x", (output, exact(output)), (output, wobbly(output)), output, Tolerance(), 2e-3)
+    assert at_instants.passed  # what the old, output-instant comparison saw
+    densely = match_trajectory("x", (dense, exact(dense)), (dense, wobbly(dense)), dense, Tolerance(), 2e-3)
+    assert not densely.passed and "compared points are off" in densely.detail

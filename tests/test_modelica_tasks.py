@@ -11,7 +11,7 @@ import pytest
 
 from gyms.modelica import ModelicaGym
 from gyms.modelica.catalog import TaskFileError, load_catalog, load_task_file
-from gyms.modelica.extract import defined_classes, extract_source
+from gyms.modelica.extract import defined_classes, extract_source, fenced_blocks
 from gyms.modelica.library import LIBRARY_NAME, LIBRARY_ROOT, PACKAGES, summary
 from gyms.modelica.mutations import missing_equation, syntax_error, unbalanced
 
@@ -149,3 +149,29 @@ def test_candidates_cover_the_promised_kinds():
     for label in ("changed-parameter", "sign-error", "dropped-event", "missing-equation", "syntax-error", "unbalanced", "blows-up", "never-ends", "equivalent"):
         assert labels[label] >= 1, label
     assert labels["changed-parameter"] == len(load_catalog())
+
+
+# Inputs that made the old extractor quadratic (1-2.5 s at 60 KB, minutes at 400 KB): a header
+# search per header, a multi-line header prefix that backtracked, a fence regex per backtick.
+DEGENERATE = {
+    "distinct headers": "".join(f"model M{i}\n" for i in range(7000))[:60_000],
+    "partial lines": "partial\n" * 7_500,
+    "backticks": "`" * 60_000,
+    "unclosed labelled fences": "```modelica" * 5_000,
+    "end lines": "end A;\n" * 8_000 + "model A\n",
+}
+
+
+@pytest.mark.parametrize("label", DEGENERATE)
+def test_degenerate_answers_hold_no_model(label):
+    assert extract_source(DEGENERATE[label]) is None
+
+
+def test_a_model_after_degenerate_text_is_still_found():
+    noise = "".join(f"model M{i}\n" for i in range(3000)) + "```" * 3000 + "\n"
+    assert extract_source(noise + f"```modelica\n{MODEL}\n```") == MODEL
+    assert extract_source(noise + MODEL) is not None  # bare: from the first header with an end to the last end
+
+
+def test_fences_open_and_close_anywhere_in_a_line():
+    assert fenced_blocks("a ```Modelica info\nx\n``` b\n```\ny") == [("modelica", "x\n"), ("", "y")]

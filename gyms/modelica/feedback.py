@@ -15,10 +15,14 @@ from gyms.modelica.backend import SOURCE_NAME
 
 # Feedback longer than this is cut: the model needs the first errors, not all of them.
 MAX_MESSAGE_CHARS = 2000
+# Compiler messages quote the answer: they are cut to this before any pattern runs over them,
+# and at most this many unknown names are located (each is one pass over the source).
+MAX_INPUT_CHARS = 8000
+MAX_UNRESOLVED = 5
 
 _LOCATION = re.compile(rf"\[{re.escape(SOURCE_NAME)}:(\d+):(\d+)\]")
 _UNRESOLVED = re.compile(r"unresolved (?:component reference|function call|type reference): '([\w.]+)'")
-_SPAN = re.compile(r"\s*@ Span \{[^}]*start: BytePos\((\d+)\), end: BytePos\((\d+)\)[^}]*\}")
+_SPAN = re.compile(r"\s{0,8}@ Span \{[^}]{0,400}?start: BytePos\((\d+)\), end: BytePos\((\d+)\)[^}]{0,400}\}")
 _ASSERT = re.compile(r"assert failed at t=([-+0-9.eE]+): (.*)", re.DOTALL)
 _UNBALANCED = re.compile(r"unbalanced model: (\d+) equations, (\d+) unknowns")
 _STAGE_PREFIX = re.compile(
@@ -29,6 +33,8 @@ _RELATED = re.compile(r"\nRelated failures \(showing \d+\):.*", re.DOTALL)
 
 def describe_failure(status: str, message: str, source: str, diagnostics: Sequence[Mapping[str, Any]] = ()) -> str:
     """Readable feedback for a model that did not compile or simulate."""
+    message = message[:MAX_INPUT_CHARS]
+    diagnostics = [{"message": str(d.get("message", ""))[:MAX_INPUT_CHARS]} for d in diagnostics[:MAX_UNRESOLVED]]
     if status == "timeout":
         text = (
             f"The model did not finish compiling and simulating in time ({_plain(message)}). Look for "
@@ -65,7 +71,7 @@ def _compile_error(message: str, source: str, diagnostics: Sequence[Mapping[str,
     text = _LOCATION.sub("", _plain(message)).strip()
     if found:
         return _at(int(found.group(1)), int(found.group(2)), text, source)
-    unresolved = _UNRESOLVED.findall(message)
+    unresolved = list(dict.fromkeys(_UNRESOLVED.findall(message)))[:MAX_UNRESOLVED]
     if unresolved:
         return "\n".join(dict.fromkeys(_unresolved(name, source) for name in unresolved))
     return text

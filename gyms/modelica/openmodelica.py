@@ -45,7 +45,7 @@ RESULT_LIMIT = 64 * 2**20
 # Words that reach C code or the host through omc (external functions, the MSL's System,
 # Files and Streams, resources). Refused anywhere in the answer, comments included: a
 # screen that parsed Modelica itself could disagree with omc about what is a comment.
-_REFUSED = re.compile(r"(?<![\w.])(external|ExternalObject|Utilities|ModelicaServices|loadResource|Include|Library)(?!\w)")
+_REFUSED = re.compile(r"(?<!\w)(external|ExternalObject|Utilities|ModelicaServices|loadResource|Include|Library)(?!\w)")
 
 
 def screen(source: str) -> str | None:
