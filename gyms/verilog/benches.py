@@ -14,7 +14,7 @@ from typing import Protocol
 
 from gyms import hostfs
 from gyms.base import Task
-from gyms.verilog import testbench
+from gyms.verilog import replay, testbench
 from gyms.verilog.precheck import PortSpec
 from gyms.verilog.recorded import MAX_SHOWN, OUTPUTS, NoVerdict, Score
 from gyms.verilog.simulators import Build, Job
@@ -111,10 +111,19 @@ class VerilogEvalBench:
         self.stem = stem
         self.expected_ports = expected_ports
         self.reserved_modules = _modules_in(directory / f"{stem}_test.sv", directory / f"{stem}_ref.sv")
+        self.forgeable_reason = "not replayed"
+
+    @property
+    def test_file(self) -> Path:
+        return self.directory / f"{self.stem}_test.sv"
+
+    @property
+    def ref_file(self) -> Path:
+        return self.directory / f"{self.stem}_ref.sv"
 
     def prepare(self, job: Job) -> Build:
-        job.write("test.sv", (self.directory / f"{self.stem}_test.sv").read_bytes())
-        job.write("ref.sv", (self.directory / f"{self.stem}_ref.sv").read_bytes())
+        job.write("test.sv", self.test_file.read_bytes())
+        job.write("ref.sv", self.ref_file.read_bytes())
         return Build(["test.sv", "ref.sv", DESIGN], "tb")
 
     def score(self, job: Job, output: str) -> Score | NoVerdict:
@@ -123,6 +132,31 @@ class VerilogEvalBench:
             return NoVerdict("the testbench printed no verdict", started=True)
         mismatches, samples = (int(x) for x in found[-1])
         return Score(max(samples - mismatches, 0), samples, tuple(_HINT.findall(output)[:MAX_SHOWN]))
+
+
+class ReplayBench:
+    """A VerilogEval problem replayed from its reference's trace (`replay.py`): the sandbox gets
+    the recorded stimulus and no reference; the outputs are compared here."""
+
+    module = "TopModule"
+    forgeable = False
+
+    def __init__(self, base: VerilogEvalBench, trace: replay.Trace) -> None:
+        assert base.expected_ports is not None
+        self.expected_ports = base.expected_ports
+        self.reserved_modules = base.reserved_modules | {replay.REPLAY_TOP}
+        self.trace = trace
+
+    def prepare(self, job: Job) -> Build:
+        for name, text in replay.replay_files(self.expected_ports, self.trace).items():
+            job.write(name, text)
+        return Build([replay.REPLAY_FILE, DESIGN], replay.REPLAY_TOP)
+
+    def score(self, job: Job, output: str) -> Score | NoVerdict:
+        data = read_outputs(job, replay.size_limit(self.expected_ports, self.trace))
+        if isinstance(data, NoVerdict):
+            return data
+        return replay.score(self.trace, self.expected_ports, data)
 
 
 _PASSED = "Your Design Passed"
@@ -141,6 +175,7 @@ class RtllmBench:
         self.module = module
         self.expected_ports = expected_ports
         self.reserved_modules = _modules_in(directory / "testbench.v")
+        self.forgeable_reason = "RTLLM testbenches compute their expected values themselves"
 
     def prepare(self, job: Job) -> Build:
         for item in sorted(self.directory.iterdir()):

@@ -19,8 +19,8 @@ from typing import Any
 from gyms import hostfs
 from gyms.base import Episode, Outcome, Task, Verdict
 from gyms.sandbox import Limits, RunResult, Sandbox, SandboxError, Workdir
-from gyms.verilog import cocotb_bench
-from gyms.verilog.benches import DESIGN, Bench, BenchOptions, BuiltinBench, make_bench
+from gyms.verilog import cocotb_bench, replay
+from gyms.verilog.benches import DESIGN, Bench, BenchOptions, BuiltinBench, ReplayBench, VerilogEvalBench, make_bench
 from gyms.verilog.extract import MAX_SOURCE_CHARS, extract_verilog
 from gyms.verilog.precheck import precheck
 from gyms.verilog.prebuild import ensure_warm
@@ -48,6 +48,7 @@ class Settings:
 
 
 _sandboxes: dict[int, Sandbox] = {}
+_recordings: dict[tuple[str, str, str], replay.Recording] = {}  # per process: (testbench, simulator, cache)
 
 
 def _sandbox() -> Sandbox:
@@ -85,9 +86,14 @@ class VerilogEpisode(Episode):
                          "code block.", {})  # fmt: skip
         if len(code) > MAX_SOURCE_CHARS:
             return _fail(f"The design is {len(code)} characters long; the limit is {MAX_SOURCE_CHARS}.", {})
+        if isinstance(bench, VerilogEvalBench):
+            bench = self._replayed(bench)
         started = time.monotonic()
+        # Printing is refused where the verdict is printed text (forgeable benches).
         checked = precheck(code, bench.module, bench.expected_ports, not bench.forgeable, bench.reserved_modules)
         info: dict[str, Any] = {"precheck_s": round(time.monotonic() - started, 4), "forgeable": bench.forgeable}
+        if bench.forgeable:
+            info["forgeable_reason"] = getattr(bench, "forgeable_reason", "")
         if not checked.ok:
             return _fail("Your design has errors:\n" + "\n".join(checked.errors) + retry, info)
         job = self._job(s)
@@ -130,34 +136,81 @@ class VerilogEpisode(Episode):
         # Made afresh: whatever a sandboxed run left under that name (a link, a FIFO) is removed,
         # never followed; owned by the sandbox uid, which writes its build there.
         hostfs.make_dir(self.workdir.path, subdir, self.workdir.uid)
-        make_simulator(s.simulator)  # raises ToolMissing early
-        env: dict[str, str] = {}
-        if s.simulator == "verilator":
-            verilator = require_verilator()
-            cache = ccache_dir(s.ccache_dir)
-            if cache is not None:
-                flavour = "cocotb" if s.testbench == "cocotb" else "binary"
-                ensure_warm(sandbox, cache, build_env(verilator, cache), flavour, verilator.version)
-            # The design's build only reads the cache (it is not bound writable into the sandbox).
-            env = build_env(verilator, cache, scratch=self.workdir.path / subdir / CCACHE_SCRATCH)
+        env = self._env(sandbox, self.workdir.path / subdir / CCACHE_SCRATCH)
         return Job(sandbox, self.workdir, subdir, env)
+
+    def _env(self, sandbox: Sandbox, scratch: Path) -> dict[str, str]:
+        s = self.settings
+        make_simulator(s.simulator)  # raises ToolMissing early
+        if s.simulator != "verilator":
+            return {}
+        verilator = require_verilator()
+        cache = ccache_dir(s.ccache_dir)
+        if cache is not None:
+            flavour = "cocotb" if s.testbench == "cocotb" else "binary"
+            ensure_warm(sandbox, cache, build_env(verilator, cache), flavour, verilator.version)
+        # The design's build only reads the cache (it is not bound writable into the sandbox).
+        return build_env(verilator, cache, scratch=scratch)
+
+    def _replayed(self, bench: VerilogEvalBench) -> Bench:
+        """The replayed form of a VerilogEval problem, or the problem as shipped where it cannot be."""
+        ports = bench.expected_ports
+        if not replay.replayable_ports(ports):
+            bench.forgeable_reason = "the reference's ports could not be read, or include an inout"
+            return bench
+        s = self.settings
+        version = require_verilator().version if s.simulator == "verilator" else "icarus"
+        key = (str(bench.test_file), s.simulator, str(replay.cache_dir()))
+        if key not in _recordings:
+            _recordings[key] = replay.record(bench.test_file.read_bytes(), bench.ref_file.read_bytes(),
+                                             self.task.reference or "", ports, f"{s.simulator}-{version}",
+                                             self._trusted_run)  # fmt: skip
+        made = _recordings[key]
+        if made.trace is None:
+            bench.forgeable_reason = made.reason
+            return bench
+        return ReplayBench(bench, made.trace)
+
+    def _trusted_run(self, files: dict[str, str | bytes], build: Build, read: str, limit: int) -> bytes | None:
+        """Our own files (the dataset's testbench and reference) built and run in a fresh sandbox."""
+        sandbox = _sandbox()
+        with sandbox.workdir(prefix="heavygym-verilog-trace-") as workdir:
+            job = Job(sandbox, workdir, ".", self._env(sandbox, workdir.path / CCACHE_SCRATCH))
+            for name, data in files.items():
+                job.write(name, data)
+            simulator = make_simulator(self.settings.simulator)
+            if not simulator.build(job, build, self._build_limits()).ok:
+                return None
+            simulator.simulate(job, build, [], self._sim_limits())
+            try:
+                return job.read(read, limit)
+            except hostfs.UnsafePath:
+                return None
+
+    def _build_limits(self) -> Limits:
+        s = self.settings
+        return Limits(wall_s=s.compile_timeout_s, cpu_s=math.ceil(s.compile_timeout_s), memory_mb=4096,
+                      processes=128)  # fmt: skip
+
+    def _sim_limits(self) -> Limits:
+        s = self.settings
+        return Limits(
+            wall_s=s.sim_timeout_s,
+            cpu_s=math.ceil(s.sim_timeout_s) + 1,
+            memory_mb=None if s.testbench == "cocotb" else 2048,  # an embedded Python maps a lot
+            file_mb=512 if s.bench.waves else 64,
+        )
 
     def _build(self, job: Job, build: Build) -> RunResult:
         s = self.settings
-        limits = Limits(wall_s=s.compile_timeout_s, cpu_s=math.ceil(s.compile_timeout_s), memory_mb=4096,
-                        processes=128)  # fmt: skip
+        limits = self._build_limits()
         if s.testbench == "cocotb":
             return cocotb_bench.build(job, s.simulator, build.waves, limits)
         return make_simulator(s.simulator).build(job, build, limits)
 
     def _simulate(self, job: Job, build: Build) -> RunResult:
         s = self.settings
-        limits = Limits(
-            wall_s=s.sim_timeout_s,
-            cpu_s=math.ceil(s.sim_timeout_s) + 1,
-            memory_mb=None if s.testbench == "cocotb" else 2048,  # an embedded Python maps a lot
-            file_mb=512 if s.bench.waves else 64,
-        )
+        limits = self._sim_limits()
         if s.testbench == "cocotb":
             return cocotb_bench.simulate(job, s.simulator, build.waves, limits)
         return make_simulator(s.simulator).simulate(job, build, [], limits)

@@ -144,6 +144,10 @@ class VerilogGym(Gym):
     def describe(self) -> dict[str, str]:
         described = super().describe()
         described.update(simulator=self.simulator, testbench=self.testbench, source=self.source)
+        # Where the verdict comes from (docs/gyms/verilog.md): outputs compared on the host, or
+        # text printed inside the sandbox (forgeable by a design that escaped the screen).
+        described["forgeable"] = {"builtin": "no", "verilog-eval": "only problems whose replay fails"}.get(
+            self.source.partition(":")[0], "yes")
         if self.testbench == "cocotb":
             described["cocotb"] = package_version("cocotb") or "missing"
         return described
