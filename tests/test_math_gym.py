@@ -192,6 +192,53 @@ def test_a_checker_that_does_not_answer_in_time_is_a_fail_and_is_replaced(
     assert checker().starts == starts + 1
 
 
+def test_every_final_answer_must_be_right(gym: MathGym, task: Task) -> None:
+    gold = task.metadata["gold"]
+    wrong = str(int(gold) + 1)
+    hedged = gym.open(task).step(f"Either \\boxed{{{wrong}}} or \\boxed{{{gold}}}.")
+    assert (hedged.outcome, hedged.info["answers"]) == (Outcome.FAIL, [wrong, gold])
+    assert "2 different final answers" in hedged.observation
+    same = gym.open(task).step(f"\\boxed{{{gold}}}, that is \\boxed{{\\frac{{{2 * int(gold)}}}{{2}}}}.")
+    assert same.outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize(
+    ("answer", "feedback"),
+    [
+        ("\\boxed{{x={wrong} \\lor x={gold}}}", "offers alternatives"),
+        ("\\boxed{{x \\not= {gold}}}", "negation"),
+        ("\\boxed{{x \\approx {gold}}}", "approximation"),
+        ("\\boxed{{{gold}\\%}}", "percentage"),
+        ("\\boxed{{\\{{{gold}\\}}}}", "a set"),
+        ("\\boxed{{0 + \\boxed{{{gold}}}}}", "box inside"),
+        ("\\boxed{{x = {gold}}}", None),  # a variable named with one value passes
+    ],
+)
+def test_the_shape_screen_runs_before_the_checker(gym: MathGym, task: Task, answer: str, feedback: str | None) -> None:
+    gold = task.metadata["gold"]
+    result = gym.open(task).step(answer.format(gold=gold, wrong=int(gold) + 1))
+    if feedback is None:
+        assert result.outcome is Outcome.PASS
+    else:
+        assert result.outcome is Outcome.FAIL and feedback in result.observation, result.observation
+        assert "refused" in result.info and "check_s" not in result.info  # the checker never saw it
+
+
+def test_an_answer_that_makes_the_libraries_raise_is_a_fail(gym: MathGym, task: Task) -> None:
+    # sympy evaluates the binomial to a 6000-digit integer, which str() refuses to print.
+    result = gym.open(task).step("\\boxed{\\binom{20000}{10000}}")
+    assert (result.outcome, result.reward) == (Outcome.FAIL, 0.0)
+    assert result.observation.startswith("That answer is not correct.")
+
+
+def test_the_checker_reads_only_answer_lists() -> None:
+    reply = checker().request({"answer": "1", "gold": "1"}, 60)
+    assert reply["ok"] is False and "answers" in reply["error"]
+    assert checker().request({"answers": ["1", "\\frac{2}{2}"], "gold": "1"}, 60)["correct"] is True
+    assert checker().request({"answers": ["1", "2"], "gold": "1"}, 60)["correct"] is False
+    assert checker().request({"answers": [], "gold": "1"}, 60)["correct"] is False
+
+
 def test_dapo_answer_line_is_checked(dapo_chat: Path) -> None:
     gym = MathGym(source=str(dapo_chat), max_turns=1)
     for task in gym.tasks("train") + gym.tasks("test"):
