@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -10,8 +9,8 @@ from typing import Any
 
 import torch
 
-from gyms import executors, make
-from harness import costcard, record
+from gyms import Gym, executors, make
+from harness import costcard, errors, outputs, record
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
 from trainer.policies import make_policy
@@ -49,34 +48,51 @@ class BenchmarkInterrupted(Exception):
         self.run_dir = run_dir
 
 
+def start_gym(name: str, options: dict[str, str], split: str = "train") -> Gym:
+    """The gym with its tasks loaded, so a missing or corrupt dataset fails here, at start-up,
+    as a DatasetError naming the options, before any pool or run directory exists."""
+    gym = make(name, **options)
+    try:
+        gym.tasks(split)
+    except errors.dataset_errors() as exc:
+        raise errors.DatasetError(gym.name, options, exc) from exc
+    return gym
+
+
 def run_benchmark(
     spec: BenchmarkSpec,
     results_root: Path = record.RESULTS,
     on_step: Callable[[str, StepRecord], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
-    """Run every mode of `spec` on one gym pool; write and return the run's summary."""
+    """Run every mode of `spec` on one gym pool; write and return the run's summary.
+
+    Start-up (the gym and its tasks, the profile, the first policy, a writable RESULTS with room)
+    fails before the pool starts, and the run directory is made only when the first mode has
+    finished, so a run that cannot start, or is interrupted in its first mode, leaves nothing."""
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
-    gym = make(spec.gym, **spec.gym_options)
+    gym = start_gym(spec.gym, spec.gym_options)
     profile = load_profile(spec.profile)
+    policy = make_policy(spec.policy, gym, profile, spec.seed)
+    outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES)
+    run_dir = record.RunDir(gym.name, results_root)
+    summary: dict[str, Any] = {
+        "gym": gym.name,
+        "spec": asdict(spec),
+        "git": record.git_commit(),
+        "hardware": record.hardware(),
+        "tools": {**gym.describe(), **record.package_versions()},
+        "modes": {},
+    }
     pool = executors.make_pool(
         spec.executor, spec.gym, spec.gym_options, spec.gym_workers, gym.step_timeout_s, spec.ray_address
     )
-    with pool:  # the pool first: one that cannot start leaves no empty run directory behind
-        run_dir = record.new_run_dir(gym.name, results_root)
-        summary: dict[str, Any] = {
-            "run_id": run_dir.name,
-            "gym": gym.name,
-            "spec": asdict(spec),
-            "git": record.git_commit(),
-            "hardware": record.hardware(),
-            "tools": {**gym.describe(), **record.package_versions()},
-            "modes": {},
-        }
+    with pool:
         summary["gym_workers"] = pool.workers
         mode = spec.modes[0]
         try:
-            for mode in spec.modes:
-                policy = make_policy(spec.policy, gym, profile, spec.seed)
+            for n, mode in enumerate(spec.modes):
+                if n:  # every mode starts from the same initial weights
+                    policy = make_policy(spec.policy, gym, profile, spec.seed)
                 summary["policy"] = policy.describe()
                 summary["emulated"] = policy.emulated
                 summary["profile"] = asdict(profile) if policy.emulated else None
@@ -86,19 +102,17 @@ def run_benchmark(
                 )  # fmt: skip
                 callback = (lambda s, m=mode: on_step(m, s)) if on_step else None
                 result = run(gym, policy, pool, config, on_step=callback)
+                record.write_mode(run_dir.path, mode, result)
                 summary["modes"][mode] = summarize(result)
-                record.write_steps(run_dir / "steps.csv", mode, result)
-                record.write_buffer_depth(run_dir / "buffer.csv", mode, result)
-                result.timeline.write_jsonl(run_dir / "timeline.jsonl", mode)
         except KeyboardInterrupt:
             if not summary["modes"]:
-                shutil.rmtree(run_dir)
+                run_dir.remove()  # Ctrl-C while the first mode's files were being written
                 raise BenchmarkInterrupted(mode, None) from None
             summary["interrupted"] = f"during the {mode} mode"  # harness leaderboard leaves it out
-            record.write_summary(run_dir / "summary.json", summary)
-            raise BenchmarkInterrupted(mode, run_dir) from None
+            record.write_summary(run_dir.path, summary)
+            raise BenchmarkInterrupted(mode, run_dir.path) from None
     if {"sync", "async"} <= set(summary["modes"]):
         summary["comparison"] = compare(summary["modes"]["sync"], summary["modes"]["async"])
-    record.write_summary(run_dir / "summary.json", summary)
-    costcard.write_run_card(run_dir, gym)  # card.json: the gym's measured costs, for harness plan and simulate
-    return summary, run_dir
+    record.write_summary(run_dir.path, summary)
+    costcard.write_run_card(run_dir.path, gym)  # card.json: the gym's measured costs, for harness plan and simulate
+    return summary, run_dir.path

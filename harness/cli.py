@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
+import traceback
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gyms.conformance import CheckResult, check_gym
-from gyms.pool import GymPoolBroken
-from gyms.registry import GymLoadError, UnknownGymError, make, registered
-from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark
+from gyms.registry import make, registered
+from harness import errors, outputs
+from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark, start_gym
 from harness.leaderboard import publish
 from harness.report import write_report
 from harness.rundir import find_run
-from trainer.buffer import PipelineFailure
 from trainer.pipeline import StepRecord
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -75,7 +77,7 @@ def gyms_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Conformance check: references pass, bad answers fail, timeouts end as fails."""
-    gym = make(name, **parse_options(gym_option))
+    gym = start_gym(name, parse_options(gym_option), split)
     done = 0
 
     def progress(check: CheckResult) -> None:
@@ -149,9 +151,10 @@ def gyms_profile(
     replay policy's action mix. `harness plan` and `harness simulate` read RESULTS/cards/NAME.json."""
     from harness import costcard, gymprofile
 
-    gym = make(name, **parse_options(gym_option))
-    card = gymprofile.measure(gym, limit=limit, workers=workers)
+    gym = start_gym(name, parse_options(gym_option))
     path = out or results / costcard.CARDS / f"{gym.name}.json"
+    outputs.check_writable(path.parent, outputs.MB)  # before the measuring, not after it
+    card = gymprofile.measure(gym, limit=limit, workers=workers)
     costcard.save(card, path)
     for line in costcard.describe(card):
         console.print(line)
@@ -278,9 +281,12 @@ def calibrate(
     model = make_policy(policy, None, ZERO)  # type: ignore[arg-type]  (no gym: synthetic prompts)
     if not isinstance(model, TorchPolicy):
         raise typer.BadParameter("calibrate a real model: tiny or hf:PATH", param_hint="--policy")
+    outputs.check_writable(out.parent, outputs.MB)
     console.print(f"calibrating {policy}: {steps} steps of {batch} x {group} samples")
     profile = measure(model, name, steps=steps, batch=batch, group=group, prompt_chars=prompt_chars)
-    profile.save(out)
+    with outputs.naming(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        profile.save(out)
     console.print(
         f"generate {profile.generate_s_per_token * 1e3:.3f} ms/token, actor_train "
         f"{profile.train_s_per_token * 1e3:.3f} ms/token, update_weights {profile.update_weights_s:.3f} s"
@@ -400,9 +406,11 @@ def main() -> None:
     restore_ctrl_c()
     try:
         app()
-    except (GymLoadError, UnknownGymError, GymPoolBroken, PipelineFailure, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        sys.exit(2)
     except BenchmarkInterrupted as exc:
-        err.print(f"[yellow]{exc}[/]")
-        sys.exit(130)  # the shell's code for a command ended by Ctrl-C
+        err.print(f"[yellow]{escape(str(exc))}[/]", soft_wrap=True)
+        sys.exit(errors.INTERRUPTED)
+    except Exception as exc:  # the one error boundary of every command: a line, never a traceback
+        if os.environ.get(errors.SHOW_TRACEBACK) == "1":
+            traceback.print_exc()
+        err.print(f"[red]error:[/] {escape(errors.error_line(exc))}", soft_wrap=True, highlight=False)
+        sys.exit(errors.FAILED)

@@ -19,6 +19,7 @@ from typing import Any
 
 from gyms import Gym, make
 from gyms.registry import UnknownGymError, registered
+from harness.outputs import naming, write_text
 from harness.rundir import Run, load_run, load_summary
 from harness.sim.distribution import Distribution
 from trainer.timeline import Span
@@ -74,8 +75,9 @@ class CostCard:
 
 
 def save(card: CostCard, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+    with naming(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
 
 
 def load(path: Path) -> CostCard:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.html import Cell, cell, page, table
+from harness.outputs import write_text
 from harness.report import REPORT, write_report
 from harness.rundir import RunDirError, load_summary
 
@@ -114,9 +115,8 @@ def publish(results_root: Path) -> Published:
         rows.append(make_row(path.name, summary))
     rows = choose(rows)
     out = [results_root / MARKDOWN, results_root / CSV, results_root / INDEX]
-    out[0].write_text(markdown(rows))
-    out[1].write_text(csv_text(rows))
-    out[2].write_text(index_html(rows))
+    for path, text in zip(out, (markdown(rows), csv_text(rows), index_html(rows))):
+        write_text(path, text)
     return Published(out, rows, warnings)
 
 

@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import platform
+import shutil
 import subprocess
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -13,9 +14,31 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from harness.outputs import naming, write_text
 from trainer.pipeline import RunResult
 
 RESULTS = Path("results")
+
+
+class RunDir:
+    """RESULTS/runs/<run-id>/, made at its first use, so a run that fails or is interrupted
+    before it has anything to write leaves no directory behind."""
+
+    def __init__(self, gym: str, root: Path = RESULTS) -> None:
+        self._gym = gym
+        self._root = root
+        self._path: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = new_run_dir(self._gym, self._root)
+        return self._path
+
+    def remove(self) -> None:
+        if self._path is not None:
+            shutil.rmtree(self._path)
+            self._path = None
 
 
 def new_run_dir(gym: str, root: Path = RESULTS) -> Path:
@@ -25,7 +48,8 @@ def new_run_dir(gym: str, root: Path = RESULTS) -> Path:
     while path.exists():
         n += 1
         path = base.with_name(f"{base.name}-{n}")
-    path.mkdir(parents=True)
+    with naming(path):
+        path.mkdir(parents=True)
     return path
 
 
@@ -79,9 +103,17 @@ def package_versions(names: tuple[str, ...] = ("heavygym", "torch", "transformer
     return found
 
 
+def write_mode(run_dir: Path, mode: str, result: RunResult) -> None:
+    """One finished mode's steps.csv, buffer.csv and timeline.jsonl rows."""
+    write_steps(run_dir / "steps.csv", mode, result)
+    write_buffer_depth(run_dir / "buffer.csv", mode, result)
+    with naming(run_dir / "timeline.jsonl"):
+        result.timeline.write_jsonl(run_dir / "timeline.jsonl", mode)
+
+
 def write_steps(path: Path, mode: str, result: RunResult) -> None:
     new = not path.exists()
-    with path.open("a", newline="") as f:
+    with naming(path), path.open("a", newline="") as f:
         writer = csv.writer(f)
         fields = [k for k in asdict(result.steps[0]) if k != "stats"] if result.steps else []
         if new:
@@ -93,12 +125,14 @@ def write_steps(path: Path, mode: str, result: RunResult) -> None:
 
 def write_buffer_depth(path: Path, mode: str, result: RunResult) -> None:
     new = not path.exists()
-    with path.open("a", newline="") as f:
+    with naming(path), path.open("a", newline="") as f:
         writer = csv.writer(f)
         if new:
             writer.writerow(["mode", "time", "depth"])
         writer.writerows([mode, round(t, 6), d] for t, d in result.depth_series)
 
 
-def write_summary(path: Path, summary: dict[str, Any]) -> None:
-    path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
+    """summary.json; its run id is the directory's name."""
+    summary["run_id"] = run_dir.name
+    write_text(run_dir / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")

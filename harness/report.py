@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
+from harness.outputs import naming, write_bytes, write_text
 from harness.rundir import Run, load_run, service_stats, service_times
 
 REPORT = "report.html"
@@ -41,14 +42,15 @@ def write_report(run_dir: Path) -> Path:
     """Write report.html and figures/*.png for the run in `run_dir`; return the page's path."""
     run = load_run(run_dir)
     figure_dir = run_dir / FIGURE_DIR
-    figure_dir.mkdir(exist_ok=True)
+    with naming(figure_dir):
+        figure_dir.mkdir(exist_ok=True)
     images = {}
     for spec in FIGURES:
         data = render(spec, run)
-        (figure_dir / f"{spec.name}.png").write_bytes(data)
+        write_bytes(figure_dir / f"{spec.name}.png", data)
         images[spec.name] = data
     path = run_dir / REPORT
-    path.write_text(report_html(run, images))
+    write_text(path, report_html(run, images))
     return path
 
 

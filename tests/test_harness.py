@@ -100,7 +100,7 @@ def interrupt_benchmark(results: Path, gate: Path, free: int, when: str, sigint:
 def test_ctrl_c_keeps_the_finished_modes_and_nothing_half_done(tmp_path, sigint):
     code, out = interrupt_benchmark(tmp_path, tmp_path / "gate-sync", 2, "sync  step   1/4", sigint)
     assert code == 130 and "no mode had finished: nothing was written" in out, out
-    assert not list((tmp_path / "runs").iterdir()), "an interrupted first mode leaves no run directory"
+    assert not (tmp_path / "runs").exists(), "an interrupted first mode leaves no run directory"
 
     code, out = interrupt_benchmark(tmp_path, tmp_path / "gate-async", 12, "async step   1/4", sigint)
     assert code == 130 and "interrupted during the async mode" in out and "Traceback" not in out, out

@@ -1,0 +1,54 @@
+"""Writing the harness's outputs: refuse an unusable output directory before the work starts,
+and name the file in every write error (a full disk's error names none)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+MB = 2**20
+RUN_NEEDS_BYTES = 32 * MB  # a run record with its report and figures, with room to spare
+
+
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Re-raise an OSError from writing `path` with `path` as its file name."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    with naming(path):
+        path.write_text(text)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    with naming(path):
+        path.write_bytes(data)
+
+
+def check_writable(directory: Path, need_bytes: int) -> None:
+    """Raise OSError unless files can be written under `directory` (made later, if missing):
+    its nearest existing ancestor is a directory, takes a file, and has `need_bytes` free.
+    Leaves nothing behind."""
+    existing = next((p for p in (directory, *directory.parents) if p.exists()), Path.cwd())
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(existing))
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".heavygym-probe-")
+        os.close(fd)
+        os.unlink(probe)
+        free = shutil.disk_usage(existing).free
+    except OSError as exc:  # named by the directory the user gave, not by the probe's name
+        raise OSError(exc.errno, exc.strerror, str(existing)) from None
+    if free < need_bytes:
+        raise OSError(errno.ENOSPC, f"only {free / MB:.1f} MB free, {need_bytes / MB:.0f} MB needed", str(existing))
