@@ -133,6 +133,12 @@ def _empty(fd: int) -> None:
                     try:
                         os.unlink(inner, dir_fd=child)
                     except IsADirectoryError:
+                        if os.geteuid() != 0:  # moving a directory rewrites its "..": it must be writable
+                            sub = _open_subdir(inner, child)
+                            try:
+                                _make_writable(sub)
+                            finally:
+                                os.close(sub)
                         _move_up(inner, child, fd)
                     except FileNotFoundError:
                         pass
@@ -268,9 +274,25 @@ def read_text(root: Path, relpath: str | os.PathLike[str], limit: int) -> str | 
     return None if data is None else data.decode(errors="replace")
 
 
+def remove(root: Path, relpath: str | os.PathLike[str]) -> None:
+    """Remove the entry root/relpath, whatever the sandbox made of it (a tree is removed whole;
+    a link goes, its target stays); nothing happens if it does not exist."""
+    *dirs, name = _parts(relpath)
+    try:
+        with _open_dir(root, dirs) as dir_fd:
+            _remove_entry(name, dir_fd)
+    except FileNotFoundError:  # a directory on the way does not exist
+        return
+    except UnsafePath:
+        raise
+    except OSError as exc:
+        raise _refused(str(relpath), exc) from exc
+
+
 def remove_tree(path: Path) -> None:
-    """Remove `path` (a directory the host made) and everything the sandbox left in it,
-    following no link. Kill the sandbox's processes first: a live one may keep adding files."""
+    """Remove `path` (a directory the host made: its parent is not sandbox-writable) and
+    everything the sandbox left in it, following no link. Below a work directory use `remove`.
+    Kill the sandbox's processes first: a live one may keep adding files."""
     parent, name = os.path.split(os.path.abspath(path))
     parent_fd = os.open(parent, _DIR_FLAGS)
     try:

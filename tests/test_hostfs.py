@@ -125,14 +125,17 @@ def test_what_the_host_does_changes_nothing_outside_the_workdir(canary):
             **{planted: finishes(hostfs.read_text, root, f"turn-1/{planted}", LIMIT)
                for planted in ["out.txt", "sub/passwd", "fifo", "twin.txt", "sock", "big.bin", "missing"]},
             "no-such-dir": finishes(hostfs.read_text, root, "no-such-dir/missing", LIMIT),
+            "removed-link": finishes(hostfs.remove, root, "file-link"),
+            "removed-through-link": finishes(hostfs.remove, root, "everything/file.txt"),
         }  # fmt: skip
         assert snapshot(canary) == before
         assert done["log"] == root / "turn-1/log.txt" and done["fifo-log"] == root / "turn-1/fifo-log"
         assert done["turn-2"] == root / "turn-2"
-        refused = ["notes", "out.txt", "sub/passwd", "fifo", "twin.txt", "sock"]
+        refused = ["notes", "out.txt", "sub/passwd", "fifo", "twin.txt", "sock", "removed-through-link"]
         assert {name: type(done[name]) for name in refused} == dict.fromkeys(refused, hostfs.UnsafePath)
         assert isinstance(done["big.bin"], hostfs.TooLarge)
         assert done["missing"] is None and done["no-such-dir"] is None
+        assert done["removed-link"] is None and not os.path.lexists(root / "file-link")
 
         # What the host made is what it asked for, not the links' targets.
         log = (root / "turn-1/log.txt").lstat()
@@ -243,3 +246,27 @@ def test_entries_swapped_while_the_host_works_are_refused_never_followed(canary)
     assert snapshot(canary) == before
     assert not workdir.path.exists()
     assert "done" in outcomes  # the host did work while the entries moved
+
+
+def test_a_host_user_removes_a_tree_its_sandbox_made_unreadable():
+    """Without root (a user-namespace sandbox maps to the host user) the remover itself must
+    restore access to what the sandbox locked; it runs here as the sandbox uid, a non-root user."""
+    code = """
+import os
+from pathlib import Path
+from gyms import hostfs
+os.makedirs("tree/a/b")
+os.makedirs("tree/c")
+Path("tree/a/b/f").write_text("x")
+os.chmod("tree/a/b", 0)
+os.chmod("tree/a", 0o500)
+os.chmod("tree/c", 0)
+os.chmod("tree", 0o500)
+hostfs.remove_tree(Path("tree").absolute())
+print("left:", os.path.lexists("tree"))
+"""
+    sandbox = Sandbox("bwrap")
+    project = Path(__file__).resolve().parent.parent
+    with sandbox.workdir(prefix="heavygym-hostfs-test-") as workdir:
+        result = sandbox.run([sys.executable, "-c", code], workdir, env={"PYTHONPATH": str(project)})
+    assert result.stdout == "left: False\n", result.output
