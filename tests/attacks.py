@@ -14,6 +14,7 @@ once the pool has closed no work directory under /dev/shm and no sandbox process
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 from gyms.base import Gym, Outcome, Task
 from gyms.conformance import TIMEOUT_SLACK_S
 from gyms.pool import GymPool
-from gyms.sandbox import shm_root
+from gyms.sandbox import alive, shm_root, uids_of
 
 # Attacks try to write or link here; nothing may ever change in it.
 CANARY = Path("/tmp/heavygym-canary")
@@ -48,26 +49,37 @@ def _snapshot(path: Path) -> dict[str, tuple[int, int, int, int]]:
 
 
 def prepare_canary() -> dict[str, tuple[int, int, int, int]]:
+    """Made once and never rewritten, so tests running side by side do not disturb each other."""
     CANARY.mkdir(mode=0o755, exist_ok=True)
-    (CANARY / "victim.txt").write_text("untouched\n")
+    victim = CANARY / "victim.txt"
+    if not victim.exists():
+        victim.write_text("untouched\n")
     return _snapshot(CANARY)
 
 
-def _shm_entries() -> set[str]:
-    return {name for name in os.listdir(shm_root()) if name.startswith("heavygym")}
+def _workdirs_of(workers: set[int]) -> set[str]:
+    """Work directories made by these worker processes (their names carry the maker's pid)."""
+    stamps = tuple(f"pid{pid}." for pid in workers)
+    return {name for name in os.listdir(shm_root()) if name.startswith("heavygym") and any(s in name for s in stamps)}
 
 
-def _sandbox_processes() -> set[int]:
-    """Processes running under a sandbox uid (see gyms/sandbox.py: uids from 1,000,000 up)."""
+def _sandbox_processes_of(workers: set[int]) -> set[int]:
+    """Live (not zombie) processes under a sandbox uid handed out by these worker processes."""
+    uid_ranges = [uids_of(pid) for pid in workers]
     pids = set()
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid >= 1_000_000:
-                    pids.add(int(entry.name))
-            except FileNotFoundError:
-                continue
+        if not entry.name.isdigit():
+            continue
+        try:
+            if any(entry.stat().st_uid in ids for ids in uid_ranges) and alive(int(entry.name)):
+                pids.add(int(entry.name))
+        except FileNotFoundError:
+            continue
     return pids
+
+
+def _children() -> set[int]:
+    return {child.pid for child in multiprocessing.active_children() if child.pid is not None}
 
 
 def assert_attacks_fail(
@@ -80,10 +92,11 @@ def assert_attacks_fail(
 ) -> None:
     assert len(attacks) >= min_attacks, f"at least {min_attacks} attacks per gym, got {len(attacks)}"
     canary = prepare_canary()
-    shm_before, procs_before = _shm_entries(), _sandbox_processes()
     problems = []
+    workers = set()  # every worker process the pool ran (a killed one is replaced)
     with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
         for attack in attacks:
+            workers |= _children()
             target = attack.task or task
             episode = gym.open(target)
             call = pool.step(episode, attack.answer)
@@ -101,15 +114,17 @@ def assert_attacks_fail(
                 canary = _snapshot(CANARY)
         # The same worker, after every attack: verdicts are unaffected.
         for answer, expected in ((good, Outcome.PASS), (bad, Outcome.FAIL), (good, Outcome.PASS)):
+            workers |= _children()
             call = pool.step(gym.open(task), answer)
             call.episode.close()
             if call.result.outcome is not expected:
                 problems.append(f"after the attacks a normal answer got {call.result.outcome.value}, expected "
                                 f"{expected.value}: {call.result.observation[:300]!r}")  # fmt: skip
-    leaked = _shm_entries() - shm_before
+        workers |= _children()
+    leaked = _workdirs_of(workers)
     if leaked:
         problems.append(f"work directories left on {shm_root()}: {sorted(leaked)}")
-    survivors = _sandbox_processes() - procs_before
+    survivors = _sandbox_processes_of(workers)
     if survivors:
         problems.append(f"sandbox processes still running: {sorted(survivors)}")
     assert not problems, "\n".join(problems)
