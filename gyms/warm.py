@@ -130,6 +130,20 @@ class SandboxedPipe:
                 self._buffer += chunk
         return reply
 
+    def _read_available(self) -> bool:
+        """Add whatever output is readable right now to `self._buffer`, without waiting;
+        whether the buffer holds anything (a reply nobody asked for, for instance)."""
+        if self._proc is not None and self._proc.stdout is not None:
+            fd = self._proc.stdout.fileno()
+            with selectors.DefaultSelector() as sel:
+                sel.register(fd, selectors.EVENT_READ)
+                while sel.select(timeout=0):
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break  # the process exited; the next exchange reports it
+                    self._buffer += chunk
+        return bool(self._buffer)
+
     def _take_reply(self) -> dict[str, Any] | None:
         """Remove one complete reply from `self._buffer` and return it; None if none is complete."""
         raise NotImplementedError

@@ -1,5 +1,6 @@
-"""The checker client and pool, driven by a fake REPL (a Python script speaking the protocol),
-so that framing, timeouts, crashes, restarts and health checks are tested in seconds."""
+"""The checker clients and pool, driven by fake checkers (Python scripts speaking the REPL and
+the heavycheck protocols), so that framing, reply authentication, timeouts, crashes, restarts
+and health checks are tested in seconds."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from gyms.lean.backends import Launch
 from gyms.lean.checker import CheckerPool, LeanCrashedOnProof, default_pool_size
-from gyms.lean.protocol import Axiom, Message, ProtocolError
+from gyms.lean.heavycheck import HeavyCheckProcess
+from gyms.lean.protocol import Axiom, Message, ProofJob, ProtocolError, ProtocolViolation
 from gyms.lean.repl import ReplProcess
 from gyms.warm import WarmCrash, WarmTimeout
 
@@ -48,11 +50,52 @@ for line in sys.stdin:
     messages = []
     if "error" in cmd:
         messages.append({"severity": "error", "pos": {"line": 1, "column": 2}, "endPos": None, "data": "boom"})
-    if "#print axioms t" in cmd:
-        info = "'t' depends on axioms: [propext]"
+    if "#print axioms " in cmd:
+        name = cmd.split("#print axioms ")[1].split()[0]
+        info = f"'{name}' depends on axioms: [propext]"
         messages.append({"severity": "info", "pos": {"line": 3, "column": 0}, "data": info})
     answer({"env": env, "messages": messages})
     env += 1
+"""
+
+
+# The heavycheck protocol (programs/HeavyCheck.lean), with the forgeries a proof's code might
+# attempt if it could reach the reply channel: the proof text says which.
+FAKE_HEAVYCHECK = r"""
+import json, sys
+lines = []
+for line in sys.stdin:
+    if line.strip():
+        lines.append(line)
+        continue
+    if not lines:
+        continue
+    request, lines = json.loads("".join(lines)), []
+    rid = request.get("id")
+    out = lambda obj: sys.stdout.write(json.dumps(obj) + "\n")
+    if "header" in request:
+        out({"id": rid, "messages": []}); sys.stdout.flush(); continue
+    proof = request["check"]["proof"]
+    good = {"id": rid, "messages": [], "axioms": [{"name": "propext", "imported": True}]}
+    forged = {"id": "0" * 32, "messages": [], "axioms": []}
+    if "forge-first" in proof:
+        out(forged)
+    if "forge-exit" in proof:
+        out(forged); sys.stdout.flush(); sys.exit(0)
+    if "garbage" in proof:
+        sys.stdout.write("not json\n")
+    if "no-id" in proof:
+        out({"messages": [], "axioms": []})
+    if "refuse" in proof:
+        out({"id": rid, "refused": "`sorry` is not allowed", "pos": {"line": 2, "column": 3}})
+    elif "wrong" in proof:
+        out({"id": rid, "messages": [{"severity": "error", "pos": {"line": 2, "column": 0}, "data": "no"}],
+             "axioms": None})
+    else:
+        out(good)
+    if "twice" in proof:
+        out(good)
+    sys.stdout.flush()
 """
 
 
@@ -60,13 +103,24 @@ class FakeBackend:
     name = "fake"
     start_timeout_s = 20.0
     checker_memory_gb = 0.05
+    protocol = "repl"
 
-    def __init__(self, axioms_by_request: bool = True, recycle_after: int | None = None) -> None:
-        self.axioms_by_request = axioms_by_request
+    def __init__(self, recycle_after: int | None = None) -> None:
         self.recycle_after = recycle_after
 
     def warm(self) -> Launch:
         return Launch([sys.executable, "-I", "fake_repl.py"], files={"fake_repl.py": FAKE_REPL})
+
+
+class FakeHeavyCheckBackend(FakeBackend):
+    protocol = "heavycheck"
+
+    def warm(self) -> Launch:
+        return Launch([sys.executable, "-I", "fake.py"], files={"fake.py": FAKE_HEAVYCHECK})
+
+
+def job(proof: str) -> ProofJob:
+    return ProofJob("", "theorem t : True", "t", proof)
 
 
 @pytest.fixture
@@ -95,41 +149,72 @@ def test_a_header_with_errors_is_a_failed_start() -> None:
         proc.start()
 
 
-def test_the_wasm_style_checker_lists_axioms_by_request(pool: CheckerPool) -> None:
-    checked = pool.check("theorem t : True := trivial", "t", 10)
-    assert checked.axioms == (Axiom("propext", True),) and checked.axioms_required
+def test_the_repl_checker_lists_axioms_with_print_axioms(pool: CheckerPool) -> None:
+    checked = pool.check(job("trivial"), 10)
+    assert checked.axioms == (Axiom("propext"),) and checked.messages == () and checked.axioms_required
 
 
-def test_the_native_style_checker_lists_axioms_with_print_axioms() -> None:
-    native = CheckerPool(FakeBackend(axioms_by_request=False), header="", size=1)  # type: ignore[arg-type]
+@pytest.fixture
+def heavy():
+    made = CheckerPool(FakeHeavyCheckBackend(), header="", size=1)  # type: ignore[arg-type]
+    yield made
+    made.close()
+
+
+def test_a_heavycheck_reply_carries_messages_axioms_or_a_refusal(heavy: CheckerPool) -> None:
+    assert heavy.check(job("trivial"), 10).axioms == (Axiom("propext", True),)
+    wrong = heavy.check(job("wrong"), 10)
+    assert wrong.axioms is None and wrong.messages == (Message("error", 2, 0, "no"),)
+    refused = heavy.check(job("refuse"), 10)
+    assert refused.refused == "`sorry` is not allowed" and refused.refused_at == (2, 3)
+    assert heavy.starts == 1
+
+
+@pytest.mark.parametrize("attack", ["forge-first", "forge-exit", "garbage", "no-id", "twice"])
+def test_any_reply_but_the_one_asked_for_is_a_violation_and_never_reaches_the_next_check(
+    heavy: CheckerPool, attack: str
+) -> None:
+    heavy.warm_up()
+    with pytest.raises(ProtocolViolation):
+        heavy.check(job(attack), 10)
+    # The next check gets its own answer from a fresh process: nothing queued carries over.
+    assert heavy.check(job("wrong"), 10).axioms is None
+    assert heavy.check(job("trivial"), 10).axioms == (Axiom("propext", True),)
+    assert heavy.starts == 2
+
+
+def test_a_violation_is_not_retried_on_a_fresh_process() -> None:
+    process = HeavyCheckProcess([sys.executable, "-I", "fake.py"], "", files={"fake.py": FAKE_HEAVYCHECK})
     try:
-        checked = native.check("theorem t : True := trivial", "t", 10)
-        assert checked.axioms == (Axiom("propext"),) and checked.messages == ()
+        process.start()
+        with pytest.raises(ProtocolViolation, match="another id"):
+            process.check(job("forge-first"), 10)
+        assert not process.running
     finally:
-        native.close()
+        process.close()
 
 
 def test_a_stuck_check_is_killed_in_time_and_the_checker_restarts(pool: CheckerPool) -> None:
     pool.warm_up()
     started = time.monotonic()
     with pytest.raises(WarmTimeout):
-        pool.check("sleep", "t", 1.0)
+        pool.check(job("sleep"), 1.0)
     assert time.monotonic() - started < 5
-    assert pool.check("ok", "t", 10).messages == ()
+    assert pool.check(job("ok"), 10).messages == ()
     assert pool.starts == 2
 
 
 def test_a_refused_request_leaves_the_checker_in_the_pool(pool: CheckerPool) -> None:
     with pytest.raises(ProtocolError, match="refused"):
-        pool.check("refuse", "t", 10)
-    assert pool.check("ok", "t", 10).messages == ()
+        pool.check(job("refuse"), 10)
+    assert pool.check(job("ok"), 10).messages == ()
     assert pool.starts == 1
 
 
 def test_a_text_that_crashes_the_checker_twice_is_blamed(pool: CheckerPool) -> None:
     with pytest.raises(LeanCrashedOnProof):
-        pool.check("exit", "t", 10)
-    assert pool.check("ok", "t", 10).messages == ()
+        pool.check(job("exit"), 10)
+    assert pool.check(job("ok"), 10).messages == ()
 
 
 def test_a_checker_killed_between_checks_is_replaced_transparently(pool: CheckerPool) -> None:
@@ -137,7 +222,7 @@ def test_a_checker_killed_between_checks_is_replaced_transparently(pool: Checker
     checker = pool._idle.queue[0]
     os.killpg(checker._proc.pid, signal.SIGKILL)  # as the OOM killer would
     checker._proc.wait()
-    assert pool.check("ok", "t", 10).messages == ()
+    assert pool.check(job("ok"), 10).messages == ()
     assert pool.starts == 2
 
 
@@ -147,7 +232,7 @@ def test_a_checker_started_for_a_short_lived_thread_outlives_it(pool: CheckerPoo
     thread.start()
     thread.join()
     time.sleep(0.5)
-    assert pool.check("ok", "t", 10).messages == ()
+    assert pool.check(job("ok"), 10).messages == ()
     assert pool.starts == 1
 
 
@@ -157,7 +242,7 @@ def test_health_check_and_recycling() -> None:
         reports = recycling.health(timeout_s=10)
         assert [r.ok for r in reports] == [True, True]
         for _ in range(4):
-            recycling.check("ok", "t", 10)
+            recycling.check(job("ok"), 10)
         recycling.warm_up()  # waits for the restarts that recycling started
         assert recycling.starts > 2
     finally:

@@ -1,5 +1,6 @@
-"""The Lean gym on the real wasm Lean: references, acceptance, multi-turn feedback, timeouts,
-cold checks and the conformance check.
+"""The Lean gym on the real wasm Lean: references, the checker's own refusal of everything but a
+proof term, the reply channel, multi-turn feedback, timeouts, cold checks and the conformance
+check.
 
 The wasm Lean is installed by scripts/install-lean-wasm.sh if missing (a ~121 MB download
 from npm, once). One warm checker (~1.4 GB, ~20-40 s to start) serves the whole module.
@@ -25,8 +26,11 @@ from gyms.lean.acceptance import judge
 from gyms.lean.backends import WasmBackend
 from gyms.lean.checker import CheckerPool, ColdChecker
 from gyms.lean.episode import client
-from gyms.lean.location import default_dir
+from gyms.lean.glue import REPLY_DEVICE
+from gyms.lean.location import WasmLean, default_dir
+from gyms.lean.protocol import ProofJob
 from gyms.lean.tasks import core_tasks
+from gyms.sandbox import Limits, Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -59,37 +63,108 @@ def pool(gym: LeanGym) -> CheckerPool:
     return made
 
 
-def _check(pool: CheckerPool, code: str, theorem: str):
-    checked = pool.check(code, theorem, 60)
-    return checked, judge(checked.messages, checked.axioms, checked.axioms_required)
+STATEMENT = "theorem t (a b : Nat) : a + b = b + a"
+
+
+def _check(pool: CheckerPool, proof: str, statement: str = STATEMENT, name: str = "t"):
+    checked = pool.check(ProofJob("", statement, name, proof), 60)
+    return checked, judge(checked.messages, checked.axioms, checked.axioms_required, checked.refused)
 
 
 def test_every_reference_passes_and_every_wrong_proof_fails(gym: LeanGym, pool: CheckerPool) -> None:
     for task in core_tasks():
-        reference = pool.check(f"{task.statement} :=\n{task.reference}", task.name, 60)
-        verdict = judge(reference.messages, reference.axioms, reference.axioms_required)
-        assert verdict.accepted, (task.id, verdict)
+        assert _check(pool, task.reference, task.statement, task.name)[1].accepted, task.id
         for wrong in task.wrong:
-            assert not _check(pool, f"{task.statement} :=\n{wrong}", task.name)[1].accepted, (task.id, wrong)
+            assert not _check(pool, wrong, task.statement, task.name)[1].accepted, (task.id, wrong)
 
 
-def test_axioms_declared_by_the_text_are_caught_by_lean(pool: CheckerPool) -> None:
-    # The screen refuses such text before Lean runs; this checks the rule behind it.
-    checked, verdict = _check(pool, "axiom cheat : False\ntheorem t : 1 = 2 := cheat.elim", "t")
-    assert any(a.name.endswith("cheat") and a.imported is False for a in checked.axioms or ())
-    assert not verdict.accepted and "cheat" in verdict.problems[0]
+# Proofs that the checker itself must refuse before elaborating anything: the gym's text screen
+# is not in this path, so each of these shows that the guarantee does not rest on it.
+REFUSED_BY_THE_CHECKER = [
+    ("by omega\n#eval IO.println 1", "more after it"),
+    ("by omega\n#eval! IO.println 1", "more after it"),
+    ("Nat.add_comm a b\ntheorem u : True := trivial", "more after it"),
+    ("by\n  have : '\"' = '\"' := rfl\n  omega\n#eval (IO.println 1)", "more after it"),
+    ("by sorry", "`sorry`"),
+    ("by native_decide", "`native_decide`"),
+    ("by\n  have : 2 < 3 := by decide +native\n  omega", "`native`"),
+    ("by\n  run_tac pure ()", "`run_tac`"),
+    ("by\n  set_option debug.skipKernelTC true in omega", "debug.skipKernelTC"),
+    ("by\n  simp (config := { maxSteps := 10 }) [Nat.add_comm]", "literal"),
+    ("by\n  simp (maxSteps := Nat.succ 10) [Nat.add_comm]", "literal"),
+    ("by\n  have := (IO.println \"x\" ()).fst\n  omega", "IO"),
+    ("by\n  have := «IO».println\n  omega", "IO"),
+    ("by exact Lean.ofReduceBool _ _ rfl", "ofReduceBool"),
+    ("by\n  have := include_str \"/etc/passwd\"\n  omega", "include_str"),
+    ("by omega\nwhere helper : Nat := 1", "where"),
+    ("unsafe (Nat.add_comm a b)", "`unsafe`"),
+]
 
 
-def test_sorry_and_native_code_are_caught_by_lean(pool: CheckerPool) -> None:
-    _, with_sorry = _check(pool, "theorem t : 1 = 1 := sorry", "t")
-    assert not with_sorry.accepted
-    checked, native = _check(pool, "theorem t : 10 < 20 := by native_decide", "t")
-    assert {a.name for a in checked.axioms or ()} >= {"Lean.ofReduceBool"} and not native.accepted
+@pytest.mark.parametrize(("proof", "why"), REFUSED_BY_THE_CHECKER)
+def test_the_checker_refuses_what_a_proof_does_not_need(pool: CheckerPool, proof: str, why: str) -> None:
+    checked, verdict = _check(pool, proof)
+    assert checked.refused and why in checked.refused, checked
+    assert not verdict.accepted and checked.messages == ()
 
 
-def test_a_misnamed_theorem_is_not_accepted(pool: CheckerPool) -> None:
-    _, verdict = _check(pool, "theorem other : 1 = 1 := rfl", "t")
+def test_what_a_proof_may_use_still_passes(pool: CheckerPool) -> None:
+    for proof in [
+        "by\n  set_option maxRecDepth 1000 in omega",
+        "by\n  have h : 2 < 3 := by decide\n  omega",
+        "by\n  simp +arith [Nat.add_comm]",
+        "by\n  open Nat in omega",
+        "by\n  have : «Nat».add a b = a + b := rfl\n  omega -- #eval sorry",
+        "by\n  have : '\"'.toNat = 34 := rfl\n  exact Nat.add_comm a b",
+    ]:
+        checked, verdict = _check(pool, proof)
+        assert verdict.accepted, (proof, checked)
+
+
+def test_a_proof_of_another_name_is_not_accepted(pool: CheckerPool) -> None:
+    _, verdict = _check(pool, "rfl", "theorem other : 1 = 1", "t")
     assert not verdict.accepted and "not declared" in verdict.problems[0]
+
+
+PROBE = """
+def tryWrite (path : String) : IO Unit := do
+  try
+    let h ← IO.FS.Handle.mk path .append
+    h.putStr s!"FORGED {path}\\n"
+    h.flush
+  catch e => IO.eprintln s!"{path}: {e}"
+
+public def main : IO Unit := do
+  let reply ← IO.FS.Handle.mk "REPLY_DEVICE" .append
+  reply.putStr "REPLY\\n"
+  reply.flush
+  tryWrite "REPLY_DEVICE"
+  tryWrite "/proc/self/fd/3"
+  tryWrite "/proc/self/fd/1"
+  tryWrite "/dev/fd/1"
+  tryWrite "/dev/stdout"
+  tryWrite "/dev/stderr"
+  tryWrite "/dev/tty"
+  tryWrite "/dev/tty1"
+  IO.println "FORGED println"
+  (← IO.getStdout).putStrLn "FORGED stdout stream"
+""".replace("REPLY_DEVICE", REPLY_DEVICE)
+
+
+def test_only_the_reply_device_reaches_the_hosts_stdout_and_it_opens_once(wasm_lean: Path) -> None:
+    """Whatever Lean code writes to the devices the wasm file system has, the host's stdout
+    (the checker's reply channel) gets only the one write through the reply device."""
+    sandbox = Sandbox()
+    lean = WasmLean(wasm_lean)
+    with sandbox.workdir(prefix="heavygym-lean-probe-") as workdir:
+        (workdir.path / "Probe.lean").write_text(PROBE)
+        (workdir.path / "Probe.lean").chmod(0o644)
+        argv = ["node", "--no-wasm-tier-up", str(lean.lean_js), "--run", "Probe.lean"]
+        limits = Limits(wall_s=300, cpu_s=600, memory_mb=None, processes=512, open_files=4096)
+        run = sandbox.run(argv, workdir, limits=limits, env={"LEAN_PATH": str(lean.lib)})
+    assert run.stdout == "REPLY\n", (run.stdout, run.stderr[-2000:])
+    assert "FORGED println" in run.stderr  # what Lean prints goes to stderr, not lost silently
+    assert f"{REPLY_DEVICE}: " in run.stderr and "/proc/self/fd/3: " in run.stderr  # refused: opened once
 
 
 def test_multi_turn_feedback_points_into_the_proof(gym: LeanGym, pool: CheckerPool) -> None:

@@ -1,19 +1,21 @@
 """When a proof counts: the acceptance rules, shared by every backend and mode.
 
 A proof is accepted when
-1. its text uses none of the forbidden tokens (outside comments and strings): `sorry`,
-   compiled-code evaluation (`native_decide`, `Lean.ofReduceBool`, ...), new axioms,
-   `implemented_by`/`extern`/`unsafe`, commands that change the language or run code
-   (`macro`, `syntax`, `notation`, `#eval`, `#print`, ...), kernel-weakening options
-   (`set_option debug.*`) and `import`;
-2. Lean reports no error and no "declaration uses `sorry`" warning;
-3. the theorem depends on no forbidden axiom (`sorryAx`, `Lean.ofReduceBool`,
+1. the screen finds none of the forbidden words in its text (outside comments and strings,
+   see `gyms.lean.lexer`): holes (`sorry`), compiled-code evaluation (`native_decide`,
+   `ofReduceBool`, ...), new axioms, `implemented_by`/`extern`/`unsafe`, `IO`, commands
+   (every `#` command, `macro`, `syntax`, `elab`, `run_tac`, ...), declaration modifiers
+   and attributes, options other than a few limits, and `import`;
+2. on the wasm backend, the checker's own parse accepts it: Lean's parser must read it as
+   one term (a `by` block is a term) after the gym's `<statement> :=`, using none of the
+   syntax that runs or trusts code (`programs/HeavyCheck.lean`). This, not the screen, is
+   what keeps the proof's code from running;
+3. Lean reports no error and no "declaration uses `sorry`" warning;
+4. the theorem depends on no forbidden axiom (`sorryAx`, `Lean.ofReduceBool`,
    `Lean.ofReduceNat`, `Lean.trustCompiler`) and on no axiom the checked text declared.
 
 The statement cannot change: the gym writes it, and the model supplies only the proof (see
-`gyms.lean.extract`). Rule 1 is a cheap first line that also keeps a submission from
-spoofing the `#print axioms` answer; rule 3 is the real check where the checker can list
-axioms (not the cold wasm mode: see docs/gyms/lean.md).
+`gyms.lean.extract`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gyms.lean.lexer import code_only
 from gyms.lean.protocol import Axiom, Message
 
 FORBIDDEN_AXIOMS = {
@@ -33,38 +36,58 @@ FORBIDDEN_AXIOMS = {
 # What `#print axioms` may list in a sound proof when the checker cannot tell imported
 # axioms from declared ones.
 STANDARD_AXIOMS = {"propext", "Classical.choice", "Quot.sound"}
+# The options `set_option ... in` may set inside a proof (the checker allows the same).
+ALLOWED_OPTIONS = {"maxRecDepth", "maxHeartbeats", "synthInstance.maxHeartbeats", "synthInstance.maxSize"}
 
-_WHY = {
-    "sorry": "an incomplete proof",
+_COMPILED = "trusting compiled code"
+_COMMAND = "a command: the proof must be a term or a `by` block"
+# Names refused however they are qualified (`Lean.ofReduceBool`, `_root_.sorryAx`, `«IO»`).
+_NAMES = {
     "sorryAx": "an incomplete proof",
-    "admit": "an incomplete proof",
-    "native_decide": "trusting compiled code",
-    "native": "trusting compiled code (`decide +native`)",
-    "ofReduceBool": "trusting compiled code",
-    "ofReduceNat": "trusting compiled code",
-    "trustCompiler": "trusting compiled code",
-    "axiom": "declaring an axiom",
+    "native_decide": _COMPILED,
+    "native": f"{_COMPILED} (`decide +native`)",
+    "ofReduceBool": _COMPILED,
+    "ofReduceNat": _COMPILED,
+    "reduceBool": _COMPILED,
+    "reduceNat": _COMPILED,
+    "trustCompiler": _COMPILED,
     "implemented_by": "replacing the code of a definition",
+    "implementedBy": "replacing the code of a definition",
+    "unsafeCast": "unsafe code",
+    "unsafeBaseIO": "running IO",
+    "unsafeIO": "running IO",
+    "unsafeEIO": "running IO",
+    "IO": "running IO",
+    "EIO": "running IO",
+    "BaseIO": "running IO",
+    "RealWorld": "running IO",
+}
+# Words refused where they stand alone (not as a field, `h.prefix`, nor inside a longer name).
+_KEYWORDS = {
+    "sorry": "an incomplete proof",
+    "admit": "an incomplete proof",
+    "axiom": "declaring an axiom",
     "extern": "replacing the code of a definition",
     "unsafe": "unsafe code",
     "import": "imports (the header is fixed)",
-}
-_COMMANDS = (
-    "macro", "macro_rules", "syntax", "elab", "elab_rules", "notation", "infix", "infixl", "infixr",
-    "prefix", "postfix", "declare_syntax_cat", "#eval", "#exit", "#print", "#check_failure", "run_cmd",
-    "run_tac", "run_elab", "run_meta",
-)  # fmt: skip
-# Names that are dangerous however they are qualified (`Lean.ofReduceBool`, `_root_.sorryAx`).
-_QUALIFIED = ("sorryAx", "ofReduceBool", "ofReduceNat", "trustCompiler")
-# A token is a whole word: not part of a longer identifier, nor (except the names above) a
-# field or namespace access such as `h.prefix`.
-_TOKEN = re.compile(
-    r"(?<![\w'!?#])(" + "|".join(_QUALIFIED) + r")(?![\w'!?])"
-    r"|(?<![\w.'!?#])("
-    + "|".join(re.escape(t) for t in sorted([*_WHY, *_COMMANDS], key=len, reverse=True))
-    + r")(?![\w'!?])"
-)
-_DEBUG_OPTION = re.compile(r"\bset_option\s+debug\.")
+    "include_str": "reading files",
+    "config": "a tactic configuration term, which Lean evaluates (use `+opt`, `-opt` or `(opt := literal)`)",
+    **dict.fromkeys(
+        ["macro", "macro_rules", "syntax", "elab", "elab_rules", "notation", "infix", "infixl", "infixr",
+         "prefix", "postfix", "declare_syntax_cat", "run_cmd", "run_tac", "run_elab", "run_meta", "by_elab",
+         "initialize", "builtin_initialize"],
+        "a command or tactic that changes the language or runs code",
+    ),
+    **dict.fromkeys(
+        ["private", "protected", "noncomputable", "partial", "nonrec", "local", "scoped", "attribute",
+         "instance", "deriving", "namespace", "section", "universe", "variable", "def", "abbrev", "opaque",
+         "structure", "inductive", "class", "example", "theorem", "lemma", "mutual", "export"],
+        _COMMAND,
+    ),
+}  # fmt: skip
+# A name, possibly qualified, or a `#` command (`#eval!` included).
+_WORD = re.compile(r"#?[^\W\d][\w'!?]*(?:\.[^\W\d][\w'!?]*)*")
+_OPTION = re.compile(r"\bset_option\s+([\w.]*)")
 _SORRY_WARNING = re.compile(r"declaration uses ['`]sorry['`]")
 
 
@@ -76,19 +99,35 @@ class Judgement:
 
 
 def screen(proof: str) -> list[str]:
-    """Problems with the text of a proof itself (rule 1), before any Lean runs."""
-    code = strip_comments_and_strings(proof)
-    problems = []
-    for token in dict.fromkeys(m.group(1) or m.group(2) for m in _TOKEN.finditer(code)):
-        why = _WHY.get(token, "a command that changes the language or runs code")
-        problems.append(f"`{token}` is not allowed ({why})")
-    if _DEBUG_OPTION.search(code):
-        problems.append("`set_option debug.*` is not allowed (it weakens the kernel check)")
+    """Problems with the text of a proof itself (rule 1), before any Lean runs; linear time."""
+    code = code_only(proof)
+    found: dict[str, str] = {}
+    for match in _WORD.finditer(code):
+        word = match.group()
+        field = match.start() > 0 and code[match.start() - 1] == "."
+        if word.startswith("#"):
+            found.setdefault(word.split(".")[0], _COMMAND)
+            continue
+        for part in word.split("."):
+            if part in _NAMES:
+                found.setdefault(part, _NAMES[part])
+        if not field and word in _KEYWORDS:
+            found.setdefault(word, _KEYWORDS[word])
+    if "@[" in code:
+        found.setdefault("@[...]", "attributes: the proof must be a term or a `by` block")
+    problems = [f"`{token}` is not allowed ({why})" for token, why in found.items()]
+    for option in dict.fromkeys(m.group(1) for m in _OPTION.finditer(code)):
+        if option not in ALLOWED_OPTIONS:
+            problems.append(f"`set_option {option}` is not allowed (only {', '.join(sorted(ALLOWED_OPTIONS))})")
     return problems
 
 
-def judge(messages: Sequence[Message], axioms: Sequence[Axiom] | None, axioms_required: bool) -> Judgement:
-    """Rules 2 and 3 on what the checker reported for the theorem."""
+def judge(
+    messages: Sequence[Message], axioms: Sequence[Axiom] | None, axioms_required: bool, refused: str | None = None
+) -> Judgement:
+    """Rules 2 to 4 on what the checker reported for the theorem."""
+    if refused:
+        return Judgement(False, (f"Lean's parser refused the proof: {refused}",), ())
     errors = tuple(m for m in messages if m.severity == "error" or _SORRY_WARNING.search(m.data))
     problems = []
     if errors:
@@ -113,50 +152,3 @@ def axiom_problems(axioms: Sequence[Axiom]) -> list[str]:
                 f"the theorem depends on the axiom {axiom.name}, which the standard library does not provide"
             )
     return problems
-
-
-def strip_comments_and_strings(code: str) -> str:
-    """`code` with comments and string literals blanked out: same length, newlines kept, so
-    positions in the result are positions in `code`."""
-    out = list(code)
-    i, depth, n = 0, 0, len(code)
-
-    def blank(start: int, end: int) -> None:
-        for k in range(start, min(end, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        two = code[i : i + 2]
-        if depth:  # inside a (nestable) block comment
-            step = 2 if two in ("/-", "-/") else 1
-            depth += 1 if two == "/-" else -1 if two == "-/" else 0
-            blank(i, i + step)
-            i += step
-        elif two == "/-":
-            depth = 1
-            blank(i, i + 2)
-            i += 2
-        elif two == "--":
-            end = code.find("\n", i)
-            end = n if end < 0 else end
-            blank(i, end)
-            i = end
-        elif code[i] == '"':
-            end = _string_end(code, i + 1)
-            blank(i, end)
-            i = end
-        else:
-            i += 1
-    return "".join(out)
-
-
-def _string_end(code: str, i: int) -> int:
-    while i < len(code):
-        if code[i] == "\\":
-            i += 2
-        elif code[i] == '"':
-            return i + 1
-        else:
-            i += 1
-    return len(code)

@@ -1,18 +1,19 @@
 """The two ways to run Lean: `wasm` (the patched npm build under node) and `native` (your own Lean).
 
-A backend says how to start a warm checker (a process speaking the REPL protocol) and how to
-check one file cold (`lean --json FILE`); the pool, the client and the acceptance rules are
-the same for both.
+A backend says how to start a checker process and which protocol it speaks
+(`gyms.lean.protocol`); the pool and the acceptance rules are the same for both.
 
 * `wasm`: core Lean 4.28 only (Init, Std, Lean; no Mathlib), installed by
-  `scripts/install-lean-wasm.sh`. Its warm checker is `programs/HeavyCheck.lean` run with
-  `lean --run`. Anonymous, unofficial build: fine for development and CI; publish results
+  `scripts/install-lean-wasm.sh`. Its checker is `programs/HeavyCheck.lean` run with
+  `lean --run` (warm, or started for one check in cold mode); it parses the proof itself and
+  runs none of its code. Anonymous, unofficial build: fine for development and CI; publish results
   from a native Lean.
 * `native`: a `repl` binary built from https://github.com/leanprover-community/repl for your
   toolchain and, for Mathlib, a Lean project that has it (`project`): LEAN_PATH is taken from
   `lake env` in that project once, on the host, so nothing inside the sandbox runs lake.
   The toolchain and the project must be readable by the sandbox's unprivileged uid (not
-  under /root when running as root).
+  under /root when running as root). Cold checks run `lean --json FILE`. The REPL elaborates
+  whole commands: only the gym's text screen keeps commands out of a proof here.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Launch:
 
 class WasmBackend:
     name = "wasm"
-    axioms_by_request = True  # `#print axioms` refuses to run in this build (see HeavyCheck.lean)
+    protocol = "heavycheck"
     checker_memory_gb = 1.6  # 1.4 GB measured resident (docs/gyms/lean.md), plus room for a heavy proof
     start_timeout_s = 240.0  # ~20 s idle; generous for a loaded 2-core machine
     recycle_after: int | None = None  # the checker keeps a bounded set of environments
@@ -79,9 +80,6 @@ class WasmBackend:
         files = {CHECKER_FILE: CHECKER_SOURCE.read_text()}
         return Launch(self._lean("--run", CHECKER_FILE), {"LEAN_PATH": str(self.lean.lib)}, files)
 
-    def cold(self) -> Launch:
-        return Launch(self._lean("--json", COLD_FILE), {"LEAN_PATH": str(self.lean.lib)})
-
     def tools(self) -> list[ToolCheck]:
         node = shutil.which(self.node)
         return [
@@ -92,7 +90,7 @@ class WasmBackend:
 
 class NativeBackend:
     name = "native"
-    axioms_by_request = False  # `#print axioms` works natively
+    protocol = "repl"
     checker_memory_gb = 8.0  # a REPL that imported Mathlib; far less for core Lean
     start_timeout_s = 600.0  # importing Mathlib from a cold disk cache
     # The REPL keeps every environment it made: restart it now and then to bound its memory.

@@ -1,11 +1,11 @@
-"""Check Lean text: a pool of warm checker processes, or one cold `lean` process per check.
+"""Check proofs: a pool of warm checker processes, or one fresh checker per check (cold).
 
-Both return a `Checked`: Lean's messages and, where the checker can list them, the axioms the
-theorem depends on. The warm pool restarts a checker that crashed or was killed for taking
-too long (in the background, so the step that hit the limit returns at once), recycles a
-checker after `backend.recycle_after` checks, and re-runs a check once on a fresh process
+Both return a `Checked`: Lean's messages, the axioms the theorem depends on, or the checker's
+refusal of the proof's syntax. The warm pool restarts a checker that crashed or was killed for
+taking too long (in the background, so the step that hit the limit returns at once), recycles
+a checker after `backend.recycle_after` checks, and re-runs a check once on a fresh process
 when the checker crashes under it, so that only a proof that crashes Lean twice is blamed
-for it.
+for it. A protocol violation is never re-run: it fails the check at once.
 """
 
 from __future__ import annotations
@@ -14,32 +14,25 @@ import os
 import queue
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gyms.lean.backends import COLD_FILE, Backend, Launch
-from gyms.lean.protocol import Axiom, Message, ProtocolError, axioms_from_messages, json_lines
+from gyms.lean.checked import Checked
+from gyms.lean.heavycheck import HeavyCheckProcess
+from gyms.lean.protocol import ProofJob, ProtocolError, ProtocolViolation, axioms_from_messages, json_lines
 from gyms.lean.repl import ReplProcess
 from gyms.sandbox import Limits, Sandbox
 from gyms.warm import WarmCrash, WarmTimeout
 
-# Time the axioms request of the wasm checker may take at least (it walks the proof term).
-_AXIOMS_MIN_S = 5.0
-_HEALTH_CODE = "example : 1 + 1 = 2 := rfl"
+HEALTH_JOB = ProofJob("", "theorem heavygym_health : 1 + 1 = 2", "heavygym_health", "rfl")
 # What a crashed wasm Lean prints when its 2 GB heap runs out.
 _OUT_OF_MEMORY = ("out of memory", "bad_alloc", "Out of memory")
+
+Checker = HeavyCheckProcess | ReplProcess
 
 
 class LeanCrashedOnProof(WarmCrash):
     """Lean crashed while checking this text, twice: the text is to blame, not the machine."""
-
-
-@dataclass(frozen=True)
-class Checked:
-    messages: tuple[Message, ...]
-    axioms: tuple[Axiom, ...] | None  # None: the checker could not list them
-    axioms_required: bool  # whether `axioms is None` means the theorem was never declared
-    seconds: float
-    peak_rss_mb: float | None = None  # cold checks: the lean process's peak memory
 
 
 @dataclass(frozen=True)
@@ -48,6 +41,16 @@ class Health:
     seconds: float
     starts: int
     detail: str = ""
+
+
+def make_checker(backend: Backend, header: str, name: str, sandbox: Sandbox) -> Checker:
+    """A (not yet started) checker process of `backend` for sessions of `header`."""
+    launch: Launch = backend.warm()
+    kind = HeavyCheckProcess if backend.protocol == "heavycheck" else ReplProcess
+    return kind(
+        launch.argv, header, name=name, env=launch.env, files=launch.files,
+        start_timeout_s=backend.start_timeout_s, sandbox=sandbox,
+    )  # fmt: skip
 
 
 def default_pool_size(memory_gb_per_checker: float) -> int:
@@ -81,7 +84,7 @@ class CheckerPool:
         self.header = header
         self.sandbox = sandbox or Sandbox()
         self._checkers = [self._make(i) for i in range(size)]
-        self._idle: queue.Queue[ReplProcess] = queue.Queue()
+        self._idle: queue.Queue[Checker] = queue.Queue()
         for checker in self._checkers:
             self._idle.put(checker)
         self._launcher = ThreadPoolExecutor(max_workers=size, thread_name_prefix="lean-checker-start")
@@ -95,20 +98,16 @@ class CheckerPool:
         """The sandbox processes of the running checkers (for measuring their memory)."""
         return [c.pid for c in self._checkers if c.pid is not None]
 
-    def _make(self, index: int) -> ReplProcess:
-        launch: Launch = self.backend.warm()
-        return ReplProcess(
-            launch.argv, self.header, name=f"lean-{self.backend.name}-{index}", env=launch.env, files=launch.files,
-            start_timeout_s=self.backend.start_timeout_s, sandbox=self.sandbox,
-        )  # fmt: skip
+    def _make(self, index: int) -> Checker:
+        return make_checker(self.backend, self.header, f"lean-{self.backend.name}-{index}", self.sandbox)
 
-    def check(self, code: str, theorem: str, timeout_s: float) -> Checked:
-        """Elaborate `code` and list the axioms of `theorem` (raises WarmTimeout, WarmCrash,
-        or ProtocolError when the checker refuses the request)."""
+    def check(self, job: ProofJob, timeout_s: float) -> Checked:
+        """Check one proof (raises WarmTimeout, WarmCrash, ProtocolViolation, or ProtocolError
+        when the checker refuses the request)."""
         checker = self._acquire()
         started = time.monotonic()
         try:
-            checked = self._check_with_retry(checker, code, theorem, timeout_s)
+            checked = self._check_with_retry(checker, job, timeout_s)
         except (WarmTimeout, WarmCrash):
             self._restart_later(checker)
             raise
@@ -119,19 +118,23 @@ class CheckerPool:
             self._restart_later(checker)
         else:
             self._idle.put(checker)
-        return Checked(checked.messages, checked.axioms, checked.axioms_required, time.monotonic() - started)
+        return replace(checked, seconds=time.monotonic() - started)
 
-    def _check_with_retry(self, checker: ReplProcess, code: str, theorem: str, timeout_s: float) -> Checked:
+    def _check_with_retry(self, checker: Checker, job: ProofJob, timeout_s: float) -> Checked:
         try:
-            return self._check_on(checker, code, theorem, timeout_s)
+            return checker.check(job, timeout_s)
+        except ProtocolViolation:
+            raise  # the checked text did it: no second chance
         except WarmCrash:
             self._start(checker)  # a fresh process: was it the machine, or the proof?
         try:
-            return self._check_on(checker, code, theorem, timeout_s)
+            return checker.check(job, timeout_s)
+        except ProtocolViolation:
+            raise
         except WarmCrash as exc:
             raise LeanCrashedOnProof(f"Lean crashed twice on this text: {exc}") from exc
 
-    def _acquire(self) -> ReplProcess:
+    def _acquire(self) -> Checker:
         checker = self._idle.get()
         if not checker.alive:
             try:
@@ -141,24 +144,10 @@ class CheckerPool:
                 raise
         return checker
 
-    def _check_on(self, checker: ReplProcess, code: str, theorem: str, timeout_s: float) -> Checked:
-        deadline = time.monotonic() + timeout_s
-        if not self.backend.axioms_by_request:
-            reply = checker.command(f"{code}\n\n#print axioms {theorem}\n", timeout_s)
-            printed, messages = axioms_from_messages(reply.messages, theorem)
-            return Checked(tuple(messages), None if printed is None else tuple(printed), True, 0.0)
-        reply = checker.command(code, timeout_s)
-        answer = checker.request({"axioms": theorem, "env": reply.env}, max(deadline - time.monotonic(), _AXIOMS_MIN_S))
-        listed = answer.get("axioms")  # absent when the theorem was never declared
-        axioms = (
-            None if not isinstance(listed, list) else tuple(Axiom(str(a["name"]), bool(a["imported"])) for a in listed)
-        )
-        return Checked(reply.messages, axioms, True, 0.0)
-
-    def _start(self, checker: ReplProcess) -> None:
+    def _start(self, checker: Checker) -> None:
         self._launcher.submit(checker.start).result()
 
-    def _restart_later(self, checker: ReplProcess) -> None:
+    def _restart_later(self, checker: Checker) -> None:
         def restart() -> None:
             try:
                 checker.start()
@@ -180,7 +169,7 @@ class CheckerPool:
             start.result()  # raises WarmCrash if a checker cannot start
 
     def health(self, timeout_s: float = 30.0) -> list[Health]:
-        """Check a known-good line on every checker (starting those that are down)."""
+        """Check a known-good proof on every checker (starting those that are down)."""
         reports = []
         checkers = [self._idle.get() for _ in self._checkers]
         for checker in checkers:
@@ -188,9 +177,12 @@ class CheckerPool:
             try:
                 if not checker.alive:
                     self._start(checker)
-                reply = checker.command(_HEALTH_CODE, timeout_s)
-                errors = [m.render() for m in reply.messages if m.severity == "error"]
-                reports.append(Health(not errors, time.monotonic() - started, checker.starts, "\n".join(errors)))
+                checked = checker.check(HEALTH_JOB, timeout_s)
+                errors = [m.render() for m in checked.messages if m.severity == "error"]
+                problems = errors + ([checked.refused] if checked.refused else [])
+                if checked.axioms is None and not problems:
+                    problems.append("the health theorem was not declared")
+                reports.append(Health(not problems, time.monotonic() - started, checker.starts, "\n".join(problems)))
             except (WarmTimeout, WarmCrash, ProtocolError) as exc:
                 checker.close()
                 reports.append(Health(False, time.monotonic() - started, checker.starts, str(exc)))
@@ -205,7 +197,9 @@ class CheckerPool:
 
 
 class ColdChecker:
-    """One fresh `lean --json` process per check: what a warm pool saves, measured."""
+    """A fresh checker process per check: what a warm pool saves, measured. On wasm it is the
+    warm checker, started for one check and stopped (so a proof is judged the same way, and
+    no proof runs as commands); natively, one `lean --json` process per check."""
 
     def __init__(
         self, backend: Backend, header: str = "", start_s: float = 60.0, sandbox: Sandbox | None = None
@@ -215,16 +209,35 @@ class ColdChecker:
         self.start_s = start_s  # allowance for starting Lean and loading the imports
         self.sandbox = sandbox or Sandbox()
 
-    def check(self, code: str, theorem: str, timeout_s: float) -> Checked:
+    def check(self, job: ProofJob, timeout_s: float) -> Checked:
+        if self.backend.protocol == "heavycheck":
+            return self._check_once(job, timeout_s)
+        return self._check_lean_json(job, timeout_s)
+
+    def _check_once(self, job: ProofJob, timeout_s: float) -> Checked:
+        started = time.monotonic()
+        checker = make_checker(self.backend, self.header, f"lean-{self.backend.name}-cold", self.sandbox)
+        checker.start_timeout_s = self.start_s
+        try:
+            checker.start()
+            try:
+                checked = checker.check(job, timeout_s)
+            except ProtocolViolation:
+                raise
+            except WarmCrash as exc:
+                raise LeanCrashedOnProof(f"Lean crashed on this text: {exc}") from exc
+        finally:
+            checker.close()
+        return replace(checked, seconds=time.monotonic() - started)
+
+    def _check_lean_json(self, job: ProofJob, timeout_s: float) -> Checked:
         launch = self.backend.cold()
         wall = timeout_s + self.start_s
         limits = Limits(
             wall_s=wall, cpu_s=int(4 * wall) + 60, memory_mb=None, processes=512, open_files=4096,
             output_bytes=1 << 20,
         )  # fmt: skip
-        # Where the checker can list axioms natively, ask for them as the REPL backend does.
-        axioms_by_command = not self.backend.axioms_by_request
-        text = self.header + code + (f"\n\n#print axioms {theorem}\n" if axioms_by_command else "\n")
+        text = f"{self.header}{job.text()}\n\n#print axioms {job.name}\n"
         with self.sandbox.workdir(prefix=f"heavygym-lean-cold-{self.backend.name}-") as workdir:
             for name, content in {**launch.files, COLD_FILE: text}.items():
                 (workdir.path / name).write_text(content)
@@ -232,15 +245,13 @@ class ColdChecker:
             run = self.sandbox.run(launch.argv, workdir, limits=limits, env=launch.env)
         if run.killed == "timeout":
             raise WarmTimeout(f"lean did not finish within {wall:.0f} s; it was killed")
-        shift = self.header.count("\n")  # report positions in `code`, as the warm checker does
+        shift = self.header.count("\n")  # report positions in the job's text, as the warm checkers do
         messages = [m.shifted(shift) for m in json_lines(run.stdout)]
         if any(marker in run.output for marker in _OUT_OF_MEMORY):
             raise LeanCrashedOnProof("Lean ran out of memory on this text")
         if run.returncode not in (0, 1) or (run.returncode == 1 and not messages):
             raise WarmCrash(f"lean exited with code {run.returncode}: {run.output.strip()[-2000:]}")
-        if not axioms_by_command:
-            return Checked(tuple(messages), None, False, run.wall_s, run.peak_rss_mb)
-        axioms, rest = axioms_from_messages(messages, theorem)
+        axioms, rest = axioms_from_messages(messages, job.name)
         return Checked(tuple(rest), None if axioms is None else tuple(axioms), True, run.wall_s, run.peak_rss_mb)
 
     def close(self) -> None:

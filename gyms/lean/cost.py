@@ -3,7 +3,7 @@
 Warm: one checker process is started (timed), then every built-in task's reference and
 wrong proof is checked on it, `--repeat` times (each check is a full round trip: elaborate,
 then list the theorem's axioms). Cold: `--cold` references are checked with a fresh
-`lean --json` process each. Prints seconds per check and memory, and how many times faster
+checker process each (native: `lean --json`). Prints seconds per check and memory, and how many times faster
 a warm check is than a cold one.
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gyms.lean.backends import NativeBackend, WasmBackend
 from gyms.lean.checker import CheckerPool, ColdChecker
+from gyms.lean.protocol import ProofJob
 from gyms.lean.tasks import core_tasks
 
 
@@ -68,15 +69,15 @@ def main() -> None:
     warm = []
     for _ in range(args.repeat):
         for task, proof in proofs:
-            warm.append(pool.check(f"{task.statement} :=\n{proof}", task.name, args.timeout).seconds)
+            warm.append(pool.check(ProofJob("", task.statement, task.name, proof), args.timeout).seconds)
     rss_after = sum(tree_rss_mb(pid) for pid in pool.pids)
     pool.close()
 
     cold_checker = ColdChecker(backend)  # type: ignore[arg-type]
-    cold = [cold_checker.check(f"{t.statement} :=\n{t.reference}", t.name, args.timeout) for t in tasks[: args.cold]]
+    cold = [cold_checker.check(ProofJob("", t.statement, t.name, t.reference or ""), args.timeout) for t in tasks[: args.cold]]
 
     cold_s = [c.seconds for c in cold]
-    cold_mb = max(c.peak_rss_mb or 0 for c in cold)
+    cold_mb = max(c.peak_rss_mb or 0 for c in cold)  # 0: not measured (wasm cold checks run the warm checker once)
     print(f"backend {args.backend}; {len(tasks)} tasks")
     print(f"warm checker start          {start_s:7.1f} s   memory {rss_start:6.0f} MB", end="")
     print(f" (after {len(warm)} checks: {rss_after:.0f} MB)")

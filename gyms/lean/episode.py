@@ -17,7 +17,7 @@ from gyms.lean.acceptance import judge, screen
 from gyms.lean.backends import Backend, BackendUnavailable, NativeBackend, WasmBackend
 from gyms.lean.checker import CheckerPool, ColdChecker, LeanCrashedOnProof
 from gyms.lean.extract import Refusal, extract_proof
-from gyms.lean.protocol import Message, ProtocolError
+from gyms.lean.protocol import Message, ProofJob, ProtocolError, ProtocolViolation
 from gyms.sandbox import SandboxError
 from gyms.warm import WarmCrash, WarmTimeout
 
@@ -93,12 +93,15 @@ class LeanEpisode(Episode):
         if problems:
             return Verdict(0.0, Outcome.FAIL, _explain(problems, []) + retry, {"stage": "screen", "problems": problems})
         imports, rest = split_header(meta.get("header", ""))
-        before = f"{rest}{meta['statement']} :=\n"
+        job = ProofJob(rest, meta["statement"], meta["name"], found.text)
+        shift = job.prefix.count("\n")  # the checker counts lines from the start of `job.prefix`
         info: dict[str, Any] = {"backend": self.settings.backend, "mode": self.settings.mode}
         try:
-            checked = client(self.settings, imports).check(
-                before + found.text, meta["name"], self.settings.check_timeout_s
-            )
+            checked = client(self.settings, imports).check(job, self.settings.check_timeout_s)
+        except ProtocolViolation as exc:
+            # Only code run by the checked text can write to the reply channel.
+            feedback = "The proof made the checker answer out of protocol; it was stopped."
+            return Verdict(0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "check", "violation": str(exc)})
         except WarmTimeout:
             feedback = (
                 f"Lean did not finish checking the proof within {self.settings.check_timeout_s:g} s; it was stopped."
@@ -110,10 +113,14 @@ class LeanEpisode(Episode):
         except (WarmCrash, ProtocolError, BackendUnavailable, SandboxError) as exc:
             return Verdict(0.0, Outcome.ERROR, "internal error: the Lean checker failed", {**info, "error": str(exc)})
         info.update(check_s=checked.seconds, messages=len(checked.messages))
-        judgement = judge(checked.messages, checked.axioms, checked.axioms_required)
+        judgement = judge(checked.messages, checked.axioms, checked.axioms_required, checked.refused)
         if judgement.accepted:
             return Verdict(1.0, Outcome.PASS, "Proof accepted.", {**info, "stage": "accepted"})
-        feedback = _explain(list(judgement.problems), [m.shifted(before.count("\n")) for m in judgement.errors])
+        problems = list(judgement.problems)
+        if checked.refused_at is not None and checked.refused_at[0] > shift:
+            line, column = checked.refused_at
+            problems[-1] += f" (line {line - shift}, column {column} of the proof)"
+        feedback = _explain(problems, [m.shifted(shift) for m in judgement.errors])
         return Verdict(
             0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "judge", "problems": list(judgement.problems)}
         )

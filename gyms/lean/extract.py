@@ -7,6 +7,8 @@ fenced code block if there is one, else the whole answer) that is either
   whitespace), and only what follows its `:=` is kept. Anything before the restated
   theorem is refused: helper lemmas belong inside the proof (`have`), where they cannot
   change what the statement means.
+
+Everything here runs in linear time: the answer is untrusted and may be degenerate.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gyms.lean.acceptance import strip_comments_and_strings
+from gyms.lean.lexer import code_only
 
 # Longer than any proof a model should write; Lean would spend long seconds on such text.
 MAX_PROOF_CHARS = 20_000
-_FENCE = re.compile(r"```[ \t]*(?:lean4?|Lean4?)?[ \t]*\n(.*?)```", re.DOTALL)
+# The opening of a fence: ``` and an optional language tag (lean, lean4), then a newline.
+_OPENING = re.compile(r"```[ \t]*(?:lean4?|Lean4?)?[ \t]*\n")
 _DECL = re.compile(r"\b(?:theorem|lemma)\s+(?P<name>[^\s:({\[]+)")
 
 
@@ -34,14 +37,14 @@ class Refusal:
 
 def extract_proof(answer: str, statement: str, name: str) -> Proof | Refusal:
     """The proof of theorem `name` (whose statement is `statement`, up to `:=`) in `answer`."""
-    blocks = _FENCE.findall(answer)
-    code = (blocks[-1] if blocks else answer).strip()
+    block = last_block(answer)
+    code = (answer if block is None else block).strip()
     if not code:
         return Refusal("No proof found. Reply with the proof in a ```lean code block.")
     declaration = _restated(code, name)
     if declaration is not None:
         start, end = declaration
-        if strip_comments_and_strings(code[:start]).strip():
+        if code_only(code[:start]).strip():
             return Refusal(
                 "Only the proof of the theorem is checked: put helper lemmas inside it with `have`, "
                 "not before the theorem."
@@ -56,14 +59,31 @@ def extract_proof(answer: str, statement: str, name: str) -> Proof | Refusal:
         return Refusal(f"The proof is {len(code)} characters long; keep it under {MAX_PROOF_CHARS}.")
     if code.startswith(":="):
         code = code[2:].strip()
-    if not strip_comments_and_strings(code).strip():
+    if not code_only(code).strip():
         return Refusal("The proof is empty. Reply with a term or a `by` block that proves the theorem.")
     return Proof(code)
 
 
+def last_block(answer: str) -> str | None:
+    """The body of the last fenced lean (or untagged) code block, read left to right: each
+    opening fence pairs with the next ```; every character is scanned a bounded number of times."""
+    found, i = None, answer.find("```")
+    while i >= 0:
+        opening = _OPENING.match(answer, i)
+        if opening is None:
+            i = answer.find("```", i + 1)
+            continue
+        close = answer.find("```", opening.end())
+        if close < 0:
+            break  # no later opening can close either
+        found = answer[opening.end() : close]
+        i = answer.find("```", close + 3)
+    return found
+
+
 def _restated(code: str, name: str) -> tuple[int, int] | None:
     """(start, end) of a restated `theorem name ... :=` header in `code`, `end` after `:=`."""
-    bare = strip_comments_and_strings(code)
+    bare = code_only(code)
     for match in _DECL.finditer(bare):
         if match["name"] != name:
             continue
@@ -86,6 +106,6 @@ def _top_level_assign(code: str, start: int) -> int:
 
 
 def _normal(text: str) -> str:
-    text = re.sub(r"\s+", " ", strip_comments_and_strings(text)).strip()
+    text = re.sub(r"\s+", " ", code_only(text)).strip()
     text = text.removeprefix("lemma ").removesuffix(":=").strip()
     return text.removeprefix("theorem ").strip()

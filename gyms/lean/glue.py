@@ -15,8 +15,12 @@ missing (a different build of the package), instead of producing a subtly broken
 * mounts: the glue mounts only /home and /tmp of the host; every top-level host directory is
   mounted instead (and /dev/shm, where sandboxes keep their work directories), so paths mean
   what they mean to a native program.
-* console: the build's `[DEBUG:...]` tracing goes to stderr, and only its error lines, so
-  stdout carries nothing but what the Lean program prints.
+* console: the build's `[DEBUG:...]` tracing goes to stderr, and only its error lines.
+* reply channel: everything the emulated program prints (its stdout, `/dev/stdout`, `/dev/tty`,
+  `/proc/self/fd/1`: all of them reach the same emscripten terminal) goes to the host's
+  *stderr*. The host's stdout is reached only through `/dev/heavygym-reply`, a device that can
+  be opened once per process: the checker opens it at start-up, before it reads any request,
+  so no code that runs later (whatever a proof manages to run) can write a reply.
 """
 
 from __future__ import annotations
@@ -69,6 +73,21 @@ _MOUNT_NEW = (
     'if(require("fs").existsSync("/dev/shm"))FS.mount(NODEFS,{root:"/dev/shm"},"/dev/shm");'
 )
 
+# Emscripten's own printing goes to the host's stderr; only the reply device writes to stdout.
+# Its major number is far above those `FS.createDevice` hands out (64, 65, ... in order).
+_PRINT_OLD = "defaultPrint=(...args)=>fs.writeSync(1,"
+_PRINT_NEW = "defaultPrint=(...args)=>fs.writeSync(2,"
+REPLY_DEVICE = "/dev/heavygym-reply"
+_DEVICES_OLD = 'createDefaultDevices(){FS.mkdir("/dev");'
+_DEVICES_NEW = _DEVICES_OLD + (
+    "var replyOpened=false;FS.registerDevice(FS.makedev(250,0),{open(stream){if(replyOpened)"
+    "throw new FS.ErrnoError(2);replyOpened=true;stream.seekable=false},close(){},"
+    "read(){throw new FS.ErrnoError(28)},write(stream,buffer,offset,length){"
+    'require("fs").writeSync(1,buffer.slice(offset,offset+length));return length},'
+    "llseek(){throw new FS.ErrnoError(70)}});"
+    f'FS.mkdev("{REPLY_DEVICE}",FS.makedev(250,0));'
+)
+
 _ASSIGN_START = "function assignWasmExports(wasmExports){"
 _ASSIGN_END = "}var wasmImports;"
 # One statement of assignWasmExports: `jsName=Module["jsName"]=wasmExports["wasmName"]` (+ `.value`).
@@ -84,6 +103,8 @@ def patch_glue(js: str, moved: Set[str]) -> str:
     js = _replace_once(js, "var FS_stdin_getChar=", _STDIN_PAUSE + "var FS_stdin_getChar=", "the stdin reader")
     js = _replace_once(js, _TTY_READ_OLD, _TTY_READ_NEW, "the terminal read loop")
     js = _replace_once(js, _MOUNT_OLD, _MOUNT_NEW, "the NODEFS mounts")
+    js = _replace_once(js, _PRINT_OLD, _PRINT_NEW, "the print function")
+    js = _replace_once(js, _DEVICES_OLD, _DEVICES_NEW, "the default devices")
     return _CONSOLE + js
 
 

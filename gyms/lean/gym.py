@@ -29,7 +29,8 @@ from gyms.options import Options
 BACKENDS = ("wasm", "native")
 MODES = ("warm", "cold")
 CHECK_TIMEOUT_S = {"wasm": 20.0, "native": 60.0}
-COLD_START_S = {"wasm": 60.0, "native": 180.0}
+# wasm: a cold check starts the checker (which loads Lean's elaborator) for one proof.
+COLD_START_S = {"wasm": 120.0, "native": 180.0}
 # Offer the non-terminating candidate on one task in this many: each one costs a check
 # timeout plus a checker restart.
 LOOP_EVERY = 10

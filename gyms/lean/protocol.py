@@ -1,6 +1,12 @@
-"""The checker protocol: the command mode of the Lean community REPL, as JSON.
+"""The checker protocols, as JSON.
 
-A request is a JSON object followed by a blank line: `{"cmd": "<Lean text>"}` starts a session
+* `heavycheck` (the wasm checker, `programs/HeavyCheck.lean`): a `ProofJob` goes to the checker
+  as data; the checker parses the proof with Lean's parser and refuses anything but one term
+  before it elaborates the theorem. Every request carries a fresh random id, and exactly one
+  reply with that id must come back: anything else is a `ProtocolViolation`.
+* `repl` (the native backend): the command mode of the Lean community REPL, below.
+
+A REPL request is a JSON object followed by a blank line: `{"cmd": "<Lean text>"}` starts a session
 (the text's header imports), `{"cmd": "...", "env": N}` elaborates more text in environment
 N. The answer is a JSON object (possibly spread over lines) followed by a blank line:
 `{"env": M, "messages": [{"severity", "pos": {"line", "column"}, "endPos", "data"}]}`, or
@@ -12,9 +18,12 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from gyms.warm import WarmCrash
 
 _SEVERITIES = {"error": "error", "warning": "warning", "info": "info", "information": "info", "trace": "info"}
 # The output of `#print axioms NAME` (Lean 4).
@@ -23,7 +32,37 @@ _NO_AXIOMS = re.compile(r"^'(?P<name>[^']+)' does not depend on any axioms\s*$")
 
 
 class ProtocolError(RuntimeError):
-    """The checker answered something that is not a protocol message."""
+    """The checker refused the request (it could not serve it)."""
+
+
+class ProtocolViolation(WarmCrash):
+    """The reply channel carried something other than the one reply to the request: a wrong
+    or missing id, a second reply, unreadable bytes. Only the checked text can have caused
+    it, so the check fails and the checker process is replaced."""
+
+
+@dataclass(frozen=True)
+class ProofJob:
+    """One check: `before` (the task's `open`s and options) and `statement` are the gym's;
+    `proof` is the model's, and is checked as the body of `<statement> :=`."""
+
+    before: str
+    statement: str
+    name: str
+    proof: str
+
+    @property
+    def prefix(self) -> str:
+        """The text the checker puts before the proof; positions count lines from its start."""
+        return f"{self.before}{self.statement} :=\n"
+
+    def text(self) -> str:
+        return self.prefix + self.proof
+
+
+def new_id() -> str:
+    """A request id that nothing inside the checker can guess."""
+    return secrets.token_hex(16)
 
 
 @dataclass(frozen=True)

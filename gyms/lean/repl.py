@@ -1,4 +1,9 @@
-"""One sandboxed checker process that speaks the REPL protocol (`gyms.lean.protocol`).
+"""One sandboxed checker process that speaks the REPL protocol (`gyms.lean.protocol`): the
+native backend's `repl` binary.
+
+The REPL elaborates whole commands and pairs replies with requests by order; it cannot parse
+the proof alone, so with this backend the gym's text screen (`gyms.lean.acceptance.screen`)
+is what keeps commands out of a proof. See docs/gyms/lean.md.
 
 A `gyms.warm.SandboxedPipe` with the REPL's framing: an answer is a JSON object that may span
 lines, ended by a blank line, and there is no `{"ready": true}` greeting: starting a checker
@@ -13,14 +18,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gyms.lean.protocol import ProtocolError, Reply, decode, encode
+from gyms.lean.checked import Checked
+from gyms.lean.heavycheck import OPEN_FILES, THREADS
+from gyms.lean.protocol import ProofJob, ProtocolError, Reply, axioms_from_messages, decode, encode
 from gyms.sandbox import Limits, Sandbox
 from gyms.warm import WARM_CPU_S, SandboxedPipe, WarmCrash, WarmTimeout
-
-# node runs a dozen threads (V8, libuv, emscripten's pthread pool) and each counts as a process.
-_THREADS = 512
-# Lean opens its .olean files one by one, and node keeps a few descriptors of its own.
-_OPEN_FILES = 4096
 
 
 class ReplProcess(SandboxedPipe):
@@ -39,7 +41,7 @@ class ReplProcess(SandboxedPipe):
     ) -> None:
         # No address-space limit: V8 reserves far more address space than it uses.
         limits = Limits(
-            cpu_s=WARM_CPU_S, memory_mb=None, wall_s=float("inf"), processes=_THREADS, open_files=_OPEN_FILES
+            cpu_s=WARM_CPU_S, memory_mb=None, wall_s=float("inf"), processes=THREADS, open_files=OPEN_FILES
         )
         super().__init__(argv, name, limits, env=env, files=files, sandbox=sandbox)
         self.header = header
@@ -71,6 +73,12 @@ class ReplProcess(SandboxedPipe):
         if not self.alive:
             self._crashed("the process is not running")
         return decode(self.request({"cmd": text, "env": self.base_env}, timeout_s))
+
+    def check(self, job: ProofJob, timeout_s: float) -> Checked:
+        """Elaborate the theorem and ask `#print axioms` for what it depends on."""
+        reply = self.command(f"{job.text()}\n\n#print axioms {job.name}\n", timeout_s)
+        printed, messages = axioms_from_messages(reply.messages, job.name)
+        return Checked(tuple(messages), None if printed is None else tuple(printed), True, 0.0)
 
     def request(self, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         """One raw request to the running process."""
