@@ -93,7 +93,7 @@ def _open_dir(root: Path, parts: list[str]) -> Iterator[int]:
             try:
                 nxt = _open_subdir(part, fd)
             except FileNotFoundError:
-                raise
+                raise  # a missing directory is no attack: each caller says what it means
             except OSError as exc:
                 raise UnsafePath(f"{part!r} under {root} is not a plain directory ({exc.strerror})") from exc
             os.close(fd)
