@@ -25,7 +25,11 @@ from harness.report import write_report
 from harness.rundir import find_run
 from trainer.pipeline import StepRecord
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+app = typer.Typer(
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+    epilog="Exit codes: 0 done; 1 a check failed; 2 an error (one line on stderr names the file or value and "
+    "the fix); 130 interrupted (Ctrl-C).",
+)  # fmt: skip
 gyms_app = typer.Typer(no_args_is_help=True, help="List, check and profile the installed gyms.")
 app.add_typer(gyms_app, name="gyms")
 console = Console()

@@ -35,10 +35,11 @@ class DatasetError(Exception):
     """A gym's tasks could not be loaded with the given options (a missing or corrupt file)."""
 
     def __init__(self, gym: str, options: dict[str, Any], cause: Exception) -> None:
-        given = ", ".join(f"{k}={v}" for k, v in options.items()) or "its default options"
+        given = ", ".join(f"{k}={v}" for k, v in options.items())
         detail = os_error_line(cause) if isinstance(cause, OSError) else str(cause)
-        super().__init__(f"gym {gym} ({given}): its tasks could not be loaded: {detail.rstrip('.')}; "
-                         "fix the file or the --gym-option")  # fmt: skip
+        fix = "; fix the file or the --gym-option" if options else ""  # a file the user named
+        super().__init__(f"gym {gym} ({given or 'default options'}): its tasks could not be loaded: "
+                         f"{detail.rstrip('.')}{fix}")  # fmt: skip
 
 
 def dataset_errors() -> tuple[type[Exception], ...]:
