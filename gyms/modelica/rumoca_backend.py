@@ -39,6 +39,8 @@ MEMORY_MB = 2048
 INSTALL_HINT = "pip install rumoca==0.10.2"
 # A per-call runner's reply (dense trajectories: ~1 MB) fits; a cut reply is refused, not parsed.
 REPLY_BYTES = 32 * 2**20
+# How long a runner may take to exit when asked, before it is killed.
+SHUTDOWN_S = 2.0
 
 
 def rumoca_tool() -> ToolCheck:
@@ -91,7 +93,7 @@ class RumocaBackend:
     def close(self) -> None:
         for runner in (self._warm, self._reference_runner):
             if runner is not None:
-                runner.close()
+                _shut_down(runner)
 
     def _call(self, request: SimRequest, warm: WarmProcess | None, workdir: Workdir | None) -> Simulation:
         payload = self._payload(request)
@@ -155,6 +157,20 @@ class RumocaBackend:
             return json.loads(lines[0])
         except json.JSONDecodeError as exc:
             raise MalformedReply(f"the runner printed something that is not JSON: {lines[0][:200]!r}") from exc
+
+
+def _shut_down(runner: WarmProcess) -> None:
+    """Let a runner exit by itself before closing it: its sandbox then reaps it. Killed first,
+    it would outlive its sandbox for a while as a zombie of whatever reaps orphans."""
+    if runner.running:
+        try:
+            runner.request({"exit": True}, SHUTDOWN_S)
+        except (WarmTimeout, WarmCrash, SandboxError):
+            pass
+        deadline = time.monotonic() + SHUTDOWN_S
+        while runner.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+    runner.close()
 
 
 def _timed_out(seconds: float, payload: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The rumoca runner: compiles and simulates Modelica models; runs inside the sandbox.
 
 Run as `python -I gyms/modelica/runner.py` (a warm checker: it prints `{"ready": true}`, then
-answers each request line with one reply line) or with `--once` (reads one request from
+answers each request line with one reply line, until `{"exit": true}` or the end of its input)
+or with `--once` (reads one request from
 stdin, prints its reply, exits). A request:
 
     {"id": "3f2a...", "source": "model A ... end A;", "filename": "answer.mo", "model": "A",
@@ -184,6 +185,9 @@ def main(argv: list[str]) -> None:
         except json.JSONDecodeError as exc:
             reply: dict[str, Any] = {"status": "crash", "message": f"unreadable request: {exc}"}
         else:
+            if request.get("exit"):  # the host's shutdown: exit, so the sandbox reaps this process
+                print(json.dumps({"status": "exiting"}), file=replies, flush=True)
+                return
             reply = handle(request)
         print(json.dumps(reply), file=replies, flush=True)
 
