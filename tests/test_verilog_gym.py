@@ -14,6 +14,7 @@ from conftest import needs_icarus, needs_verilator
 from gyms.base import Outcome
 from gyms.sandbox import Limits
 from gyms.verilog import VerilogGym
+from gyms.verilog.benches import make_bench
 from gyms.verilog.candidates import answer
 from gyms.verilog.extract import extract_verilog
 from gyms.verilog.precheck import PortSpec, precheck
@@ -370,3 +371,26 @@ def test_mutants_are_simulated_first_under_settings_they_were_not_vetted_for() -
     for candidate in offered:  # with only 6 cycles some mutants pass: those are not offered
         with gym.open(task) as episode:
             assert episode.step(candidate.action).outcome is Outcome.FAIL, candidate.label
+
+
+@needs_icarus
+@pytest.mark.parametrize(
+    "extra",
+    [
+        '`ifdef __ICARUS__\n  final $display("CHECKS 0 passed=400 total=400");\n`endif',
+        "  initial #20 $finish;",
+        '  integer fd; initial begin fd = $fopen("outputs.txt", "w"); $fwrite(fd, "00000000 0\\n"); end',
+    ],
+)
+def test_without_the_screen_a_forging_design_still_fails(gym: VerilogGym, extra: str) -> None:
+    # The verdict does not rest on the screen: run what it would refuse straight in the sandbox.
+    task = task_of(gym, "adder8")
+    episode = gym.open(task)
+    try:
+        episode.turn = 1
+        job = episode._job(episode.settings)
+        code = WRONG_ADDER.replace("endmodule", extra + "\nendmodule")
+        verdict = episode._run(job, make_bench(task, episode.settings.bench), code, {}, "")
+    finally:
+        episode.close()
+    assert verdict.outcome is Outcome.FAIL and verdict.reward < 1.0, verdict.feedback

@@ -93,8 +93,10 @@ def screen(source: str, allowed_system_names: Collection[str]) -> list[str]:
             i = end + 1
         elif c == "`":
             name = _IDENT.match(source, i + 1)
-            word = name.group(0) if name else source[i + 1 : i + 2]
-            if word not in ALLOWED_DIRECTIVES:
+            word = name.group(0) if name else ""
+            if not word:
+                refuse(f"line {line}: a stray ` (backtick) is not allowed outside comments and strings.")
+            elif word not in ALLOWED_DIRECTIVES:
                 refuse(f"line {line}: `{word} is not allowed: no macros or conditional compilation "
                        f"(only {', '.join('`' + d for d in sorted(ALLOWED_DIRECTIVES))}).")  # fmt: skip
             i = name.end() if name else i + 1
