@@ -23,8 +23,9 @@ What the sandbox covers
 What it does not cover
 ----------------------
 * Reads: the host filesystem is visible read-only (minus /dev/shm), /tmp included, so the
-  project may live in a temp dir. Do not keep secrets in readable files on a machine that
-  runs untrusted code.
+  project may live in a temp dir, except the paths hidden from sandboxes: the answer keys
+  that gyms keep on the host (`hide_from_sandboxes`, `Sandbox(hide=...)`; bwrap only). Do not
+  keep other secrets in readable files on a machine that runs untrusted code.
 * Disk quota: the number of files in the work directory is not limited, only their size.
 * The `process` backend (used where bwrap cannot run, with a warning) applies only the
   rlimits, the timeout and the separate uid: no namespaces, so network access is possible.
@@ -200,12 +201,20 @@ def remove_workdirs_of(pid: int, keep: Collection[str] = ()) -> int:
 class Sandbox:
     """Runs commands confined to a `Workdir`; see the module docstring for what that means."""
 
-    def __init__(self, backend: str = "auto", limits: Limits | None = None, expose: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        backend: str = "auto",
+        limits: Limits | None = None,
+        expose: Sequence[str] = (),
+        hide: Sequence[str | Path] = (),
+    ) -> None:
         """`expose`: extra host paths the sandboxed programs must read (a user's libraries),
-        made reachable even below a private directory."""
+        made reachable even below a private directory. `hide`: host paths they must not read
+        (answer keys: a dataset's reference solutions), on top of those of `hide_from_sandboxes`."""
         self.limits = limits or Limits()
         self.backend = self._choose_backend(backend)
         self.expose = tuple(str(Path(p).resolve()) for p in expose)
+        self.hide = tuple(str(Path(p).resolve()) for p in hide)
 
     @staticmethod
     def _choose_backend(backend: str) -> str:
@@ -267,7 +276,8 @@ class Sandbox:
         prefix = ["prlimit", *rlimits, "--"]
         if self.backend == "process":
             return [*prefix, *argv]
-        return [*prefix, *_bwrap_args(workdir, lim, shared, self.expose), *argv]
+        hidden = sorted({*_hidden, *self.hide})
+        return [*prefix, *_bwrap_args(workdir, lim, shared, self.expose, hidden), *argv]
 
     def popen(
         self,
@@ -423,7 +433,10 @@ def _reap(pid: int, deadline: float) -> tuple[int, object] | None:
 
 def _limit_hit(returncode: int, cpu_s: float, limits: Limits) -> str | None:
     # The CPU limit sends SIGXCPU, which a pid-1 process ignores; SIGKILL follows at the hard limit.
-    if returncode in (-signal.SIGXCPU, -signal.SIGKILL) and cpu_s >= limits.cpu_s - 0.05:
+    # The kernel enforces the limit on tick-sampled CPU time, while rusage reports the precise
+    # run time: under load a process is killed at as little as 2/3 of the limit by rusage. Our
+    # own SIGKILLs are timeouts, reported as such, so a SIGKILL after half the limit is the limit.
+    if returncode == -signal.SIGXCPU or (returncode == -signal.SIGKILL and cpu_s >= limits.cpu_s / 2):
         return "cpu-limit"
     if returncode == -signal.SIGXFSZ:
         return "file-size-limit"
@@ -438,7 +451,11 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _bwrap_args(
-    workdir: Workdir, lim: Limits, shared: Sequence[Path] = (), expose: Sequence[str] = ()
+    workdir: Workdir,
+    lim: Limits,
+    shared: Sequence[Path] = (),
+    expose: Sequence[str] = (),
+    hide: Sequence[str] = (),
 ) -> list[str]:
     wd = str(workdir.path)
     common = [
@@ -453,6 +470,7 @@ def _bwrap_args(
         "--bind", wd, wd,
         *(arg for d in shared for arg in ("--bind", str(d), str(d))),
         "--chdir", wd,
+        *_masks(hide),
     ]  # fmt: skip
     binary = bwrap_binary() or "bwrap"
     if workdir.uid is None:
@@ -463,6 +481,28 @@ def _bwrap_args(
     ]  # fmt: skip
     namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     return [binary, *namespaces, *common, "--", *drop]
+
+
+_hidden: set[str] = set()
+
+
+def hide_from_sandboxes(*paths: str | Path) -> None:
+    """Hide `paths` from every sandbox this process starts from now on: answer keys (reference
+    solutions, expected outputs) that a gym keeps on the host. Gyms call this where they load
+    tasks; a worker process does it again when it imports the gym's modules."""
+    _hidden.update(str(Path(p).resolve()) for p in paths)
+
+
+def _masks(paths: Sequence[str]) -> list[str]:
+    """bwrap arguments that cover each existing path: a directory by an empty read-only tmpfs,
+    a file by /dev/null. A masked path reads as empty inside; its contents never enter."""
+    args: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            args += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            args += ["--ro-bind", "/dev/null", path]
+    return args
 
 
 def _python_paths() -> list[str]:

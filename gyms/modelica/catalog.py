@@ -20,8 +20,10 @@ from typing import Any
 from gyms.base import Task
 from gyms.modelica import library
 from gyms.modelica.extract import defined_classes
+from gyms.sandbox import hide_from_sandboxes
 
 TASK_DIR = Path(__file__).with_name("tasks")
+hide_from_sandboxes(TASK_DIR)  # the reference models: the answer key stays on the host
 SPLITS = ("train", "test")
 # Default width, as a fraction of the stop time, of the window around a reference event.
 EVENT_WINDOW_FRACTION = 1e-4
