@@ -73,16 +73,17 @@ def test_benchmark_bad_input_is_one_clear_line(tmp_path):
 def interrupt_benchmark(results: Path, gate: Path, free: int, when: str, sigint: str) -> tuple[int, str]:
     """Ctrl-C a real `harness benchmark` while it is held at `gate` after `free` gym steps, as
     soon as it prints `when`; its exit code and output. The run cannot get past the gate until
-    the signal is sent, so the signal always lands in the mode under test. `sigint` "ignored"
-    starts it as a non-interactive shell starts a background job: with SIGINT ignored."""
+    the signal is sent, so the signal always lands in the mode under test. `sigint` "default"
+    starts it with SIGINT at its default, "ignored" as a non-interactive shell starts a
+    background job (`make test &`, a CI runner): with SIGINT ignored."""
     gate.mkdir()
     exe = Path(sys.executable).parent / "harness"
     args = ["benchmark", "--gym", "gated_gym:GatedGym", "-o", f"gate={gate}", "-o", f"free={free}", "--steps", "4",
             "--batch", "1", "--group", "2", "--profile", "zero", "--results", str(results)]  # fmt: skip
-    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint == "ignored" else None
+    disposition = signal.SIG_IGN if sigint == "ignored" else signal.SIG_DFL
     env = {**os.environ, **with_path(), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     with subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env=env, preexec_fn=ignore) as proc:  # fmt: skip
+                          env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, disposition)) as proc:  # fmt: skip
         seen = ""
         for line in proc.stdout:  # type: ignore[union-attr]
             seen += line
