@@ -19,8 +19,9 @@ import selectors
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
+from gyms import hostfs
 from gyms.sandbox import Limits, Sandbox, Workdir, kill_group, kill_uid
 
 # Per-request time is bounded by the request timeout; the rlimit only stops a runaway process.
@@ -61,6 +62,7 @@ class SandboxedPipe:
         self.starts = 0  # how many processes were started, restarts included
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: Workdir | None = None
+        self._stderr: IO[bytes] | None = None
         self._buffer = b""
 
     @property
@@ -76,16 +78,13 @@ class SandboxedPipe:
         self.close()
         self._workdir = self.sandbox.workdir(prefix=f"heavygym-{self.name}-")
         for relative, text in self.files.items():
-            path = self._workdir.path / relative
-            path.write_text(text)
-            path.chmod(0o644)
-        stderr = open(self._workdir.path / ".stderr", "wb")  # a file: stderr can never block it
-        try:
-            self._proc = self.sandbox.popen(
-                self.argv, self._workdir, limits=self.limits, env=self.env, stdin=subprocess.PIPE, stderr=stderr
-            )
-        finally:
-            stderr.close()
+            hostfs.write_file(self._workdir.path, relative, text)
+        # A file, so stderr can never block the checker. The host keeps its own descriptor and
+        # reads the tail through it: whatever the sandbox later puts at that path is never read.
+        self._stderr = open(self._workdir.path / ".stderr", "w+b")
+        self._proc = self.sandbox.popen(
+            self.argv, self._workdir, limits=self.limits, env=self.env, stdin=subprocess.PIPE, stderr=self._stderr
+        )
         self.starts += 1
         self._buffer = b""
 
@@ -154,25 +153,28 @@ class SandboxedPipe:
 
     def _crashed(self, why: str) -> NoReturn:
         tail = ""
-        if self._workdir is not None:
-            try:
-                tail = (self._workdir.path / ".stderr").read_text(errors="replace")[-2000:]
-            except OSError:
-                pass
+        if self._stderr is not None:
+            size = os.fstat(self._stderr.fileno()).st_size
+            tail = os.pread(self._stderr.fileno(), 2000, max(0, size - 2000)).decode(errors="replace")
         self.close()
         raise WarmCrash(f"{self.name} checker failed: {why}" + (f"\nits stderr ends with:\n{tail}" if tail else ""))
 
     def close(self) -> None:
         if self._proc is not None:
+            # The checker runs in a session of its own under the sandbox uid: kill it before its
+            # launcher, or it outlives the launcher as an orphan for a moment.
+            if self._workdir is not None and self._workdir.uid is not None:
+                kill_uid(self._workdir.uid)
             kill_group(self._proc)
             self._proc.wait()
             for stream in (self._proc.stdin, self._proc.stdout):
                 if stream is not None:
                     stream.close()
             self._proc = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
         if self._workdir is not None:
-            if self._workdir.uid is not None:
-                kill_uid(self._workdir.uid)
             self._workdir.cleanup()
             self._workdir = None
 

@@ -14,6 +14,10 @@ for line in sys.stdin:
     if "sleep" in req: time.sleep(req["sleep"])
     if "exit" in req: sys.exit(req["exit"])
     if "junk" in req: print("not json", flush=True); continue
+    if "plant" in req:  # swap the stderr file for a link to a host file, then crash
+        import os
+        print("the real error", file=sys.stderr, flush=True)
+        os.remove(".stderr"); os.symlink(req["plant"], ".stderr"); sys.exit(1)
     print(json.dumps({"echo": req}), flush=True)
 """
 
@@ -50,3 +54,13 @@ def test_a_program_that_never_gets_ready_is_a_crash(first_line, problem):
     proc = WarmProcess([sys.executable, "-c", f"print({first_line!r})"], "bad")
     with pytest.raises(WarmCrash, match=problem):
         proc.request({}, timeout_s=5)
+
+
+def test_a_crash_report_never_reads_what_the_sandbox_put_in_place_of_its_stderr(checker, tmp_path):
+    secret = tmp_path / "host-secret"
+    secret.write_text("HOST SECRET\n")
+    secret.chmod(0o644)
+    tmp_path.chmod(0o755)
+    with pytest.raises(WarmCrash) as crash:
+        checker.request({"plant": str(secret)}, timeout_s=5)
+    assert "the real error" in str(crash.value) and "HOST SECRET" not in str(crash.value)

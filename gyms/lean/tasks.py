@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gyms.base import Task
+from gyms.sandbox import hide_from_sandboxes
 
 CORE_FILE = Path(__file__).with_name("tasks") / "core.lean"
+hide_from_sandboxes(CORE_FILE.parent)  # the reference proofs: the answer key stays on the host
 SPLITS = ("train", "test")
 # One built-in task in five (by position in the file) is held out for `test`.
 _TEST_EVERY = 5
