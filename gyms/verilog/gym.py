@@ -1,4 +1,4 @@
-"""The Verilog gym: write a module to a spec; it is simulated against a self-checking testbench.
+"""The Verilog gym: write a module to a spec; its simulated outputs are compared with a golden model on the host.
 
 Options (strings from the command line are accepted), all optional:
   source           builtin (default), verilog-eval:/path/to/dataset or rtllm:/path/to/RTLLM
