@@ -7,11 +7,14 @@ docs/gyms/verilog.md), then run `python -m gyms.verilog.vet --write` to choose i
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
+from gyms.sandbox import hide_from_sandboxes
 from gyms.verilog.spec import DesignTask
 from gyms.verilog.tasks import arithmetic, bus, combinational, fsm, memory, sequential
 
 _MODULES = (combinational, arithmetic, sequential, fsm, memory, bus)
+hide_from_sandboxes(Path(__file__).parent)  # the golden models: the answer key stays on the host
 
 
 @cache
