@@ -29,7 +29,9 @@ OPEN_FILES = 4096
 _MAX_REPLY_BYTES = 8 << 20
 
 
-class HeavyCheckProcess(SandboxedPipe):
+class LeanPipe(SandboxedPipe):
+    """A long-lived Lean checker process (either protocol) under the limits Lean needs."""
+
     def __init__(
         self,
         argv: Sequence[str],
@@ -47,6 +49,11 @@ class HeavyCheckProcess(SandboxedPipe):
         self.header = header
         self.start_timeout_s = start_timeout_s
         self.checks = 0  # checks answered by the current process
+
+
+class HeavyCheckProcess(LeanPipe):
+    def __init__(self, argv: Sequence[str], header: str, **options: Any) -> None:
+        super().__init__(argv, header, **options)
         self._ready = False
 
     @property

@@ -19,34 +19,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gyms.lean.checked import Checked
-from gyms.lean.heavycheck import OPEN_FILES, THREADS
+from gyms.lean.heavycheck import LeanPipe
 from gyms.lean.protocol import ProofJob, ProtocolError, Reply, axioms_from_messages, decode, encode
-from gyms.sandbox import Limits, Sandbox
-from gyms.warm import WARM_CPU_S, SandboxedPipe, WarmCrash, WarmTimeout
+from gyms.warm import WarmCrash, WarmTimeout
 
 
-class ReplProcess(SandboxedPipe):
+class ReplProcess(LeanPipe):
     """A checker process with its session header loaded."""
 
-    def __init__(
-        self,
-        argv: Sequence[str],
-        header: str,
-        *,
-        name: str = "lean",
-        env: Mapping[str, str] | None = None,
-        files: Mapping[str, str] | None = None,
-        start_timeout_s: float = 180.0,
-        sandbox: Sandbox | None = None,
-    ) -> None:
-        # No address-space limit: V8 reserves far more address space than it uses.
-        limits = Limits(
-            cpu_s=WARM_CPU_S, memory_mb=None, wall_s=float("inf"), processes=THREADS, open_files=OPEN_FILES
-        )
-        super().__init__(argv, name, limits, env=env, files=files, sandbox=sandbox)
-        self.header = header
-        self.start_timeout_s = start_timeout_s
-        self.checks = 0  # requests answered by the current process
+    def __init__(self, argv: Sequence[str], header: str, **options: Any) -> None:
+        super().__init__(argv, header, **options)
         self.base_env: int | None = None  # the environment of the session header
 
     @property

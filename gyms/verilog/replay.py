@@ -36,7 +36,7 @@ from pathlib import Path
 from gyms.verilog import recorded
 from gyms.verilog.precheck import PortSpec
 from gyms.verilog.recorded import OUTPUTS, NoVerdict, Score
-from gyms.verilog.simulators import Build, Job
+from gyms.verilog.simulators import Build
 
 FORMAT = 3  # bump when the recorder or the replay bench changes: old traces are then ignored
 TRACE = "trace.txt"
