@@ -27,13 +27,15 @@ import re
 import sys
 from typing import Any, TextIO
 
-from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from math_verify import LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
 # Seconds (whole: signal.alarm) math-verify may spend parsing the answer and comparing it.
 PARSE_TIMEOUT_S = 2
 VERIFY_TIMEOUT_S = 3
-_CONFIG = [LatexExtractionConfig(), ExprExtractionConfig()]
+# LaTeX only: math-verify's plain-expression extraction hands text to sympy's parse_expr, which
+# runs Python's eval on it. Every answer is wrapped in $\boxed{...}$, so LaTeX reads them all.
+_CONFIG = [LatexExtractionConfig()]
 # Python powers (`x**10`, as reasoning-gym writes polynomials) mean nothing in LaTeX; as `x^{10}`
 # the LaTeX parser reads them. Only plain exponents: the rest stays as written.
 _PYTHON_POWER = re.compile(r"\*\*\s*(-?\d+(?:\.\d+)?|[A-Za-z])")
