@@ -32,6 +32,7 @@ class BenchmarkSpec:
     seed: int = 0
     executor: str = "local"  # where gym workers run: local or ray (gyms/executors.py)
     ray_address: str | None = None
+    placement: str | None = None  # replay: colocated or disaggregated (None: the replay default)
 
     def __post_init__(self) -> None:
         executors.check(self.executor, self.ray_address)
@@ -72,7 +73,7 @@ def run_benchmark(
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
     gym = start_gym(spec.gym, spec.gym_options)
     profile = load_profile(spec.profile)
-    policy = make_policy(spec.policy, gym, profile, spec.seed)
+    policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
     outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES)
     run_dir = record.RunDir(gym.name, results_root)
     summary: dict[str, Any] = {
@@ -92,9 +93,10 @@ def run_benchmark(
         try:
             for n, mode in enumerate(spec.modes):
                 if n:  # every mode starts from the same initial weights
-                    policy = make_policy(spec.policy, gym, profile, spec.seed)
+                    policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
                 summary["policy"] = policy.describe()
                 summary["emulated"] = policy.emulated
+                summary["placement"] = policy.placement  # where the emulated stages ran
                 summary["profile"] = asdict(profile) if policy.emulated else None
                 config = RunConfig(
                     mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,

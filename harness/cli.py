@@ -24,6 +24,7 @@ from harness.leaderboard import publish
 from harness.report import write_report
 from harness.rundir import find_run
 from trainer.pipeline import StepRecord
+from trainer.policies.replay import PLACEMENTS as PLACEMENT_WORDS
 
 app = typer.Typer(
     no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
@@ -134,6 +135,8 @@ def _benchmark_table(summary: dict) -> Table:
     row("avg train_time (s)", "train_time_mean", ".2f")
     row("avg actor_train (s)", "actor_train_mean", ".2f")
     row("avg update_weights (s)", "update_weights_mean", ".2f")
+    if summary.get("placement") == "colocated":
+        row("avg accelerator_wait (s)", "accelerator_wait_mean", ".2f")  # training behind a generate call
     row("rollout idle ratio", "rollout_idle_ratio", ".1%")
     row("gym pool utilisation", "gym_utilisation", ".1%")
     row("samples / s", "samples_per_s", ".2f", "higher")
@@ -196,6 +199,11 @@ def benchmark(
     ray_address: Annotated[
         Optional[str], typer.Option(help="With --executor ray: a cluster's HOST:PORT (default: start Ray here).")
     ] = None,
+    placement: Annotated[
+        Optional[str],
+        typer.Option(help="Replay: colocated (default; one accelerator pool time-shares generation and "
+                     "training) or disaggregated (rollout and training accelerators of their own)."),
+    ] = None,
     results: Annotated[Path, typer.Option(help="Where results/runs/<run-id>/ is written.")] = Path("results"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
@@ -203,10 +211,12 @@ def benchmark(
     modes = {"both": ("sync", "async"), "sync": ("sync",), "async": ("async",)}.get(mode)
     if modes is None:
         raise typer.BadParameter("use both, sync or async", param_hint="--mode")
+    if placement is not None and placement not in PLACEMENT_WORDS:
+        raise typer.BadParameter("use colocated or disaggregated", param_hint="--placement")
     spec = BenchmarkSpec(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
-        max_staleness=max_staleness, seed=seed, executor=executor, ray_address=ray_address,
+        max_staleness=max_staleness, seed=seed, executor=executor, ray_address=ray_address, placement=placement,
     )  # fmt: skip
 
     def progress(mode_name: str, s: StepRecord) -> None:
@@ -223,7 +233,7 @@ def benchmark(
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
-    stages = f"emulated: {summary['profile']['name']}" if summary["emulated"] else "measured"
+    stages = f"emulated: {summary['profile']['name']}, {summary['placement']}" if summary["emulated"] else "measured"
     console.print(f"\n[bold]{summary['gym']}[/] · policy {summary['policy']['policy']} ({stages})")
     console.print(_benchmark_table(summary))
     console.print(_nodes_table(summary))
@@ -242,7 +252,8 @@ def benchmark(
         )
     if summary["emulated"]:
         console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
-                      f"{summary['profile']['name']}: {summary['profile']['description']}")  # fmt: skip
+                      f"{summary['profile']['name']}: {summary['profile']['description']}; placement "
+                      f"{summary['placement']}: {PLACEMENT_WORDS.get(summary['placement'], '')}")  # fmt: skip
     console.print(f"written: {run_dir}")
 
 

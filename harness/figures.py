@@ -71,8 +71,8 @@ def render(spec: FigureSpec, run: Run) -> bytes:
     with style():
         fig = spec.draw(run)
         if run.emulated_label:
-            fig.suptitle(f"generation, training and weight sync: {run.emulated_label}", x=0.99, ha="right",
-                         fontsize=8, color="#555555")  # fmt: skip
+            fig.suptitle(f"generation, training and weight sync: {run.emulated_label}, {run.placement} placement",
+                         x=0.99, ha="right", fontsize=8, color="#555555")  # fmt: skip
         return png(fig)
 
 

@@ -17,6 +17,7 @@ from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
 from harness.outputs import naming, write_bytes, write_text
 from harness.rundir import Run, load_run, service_stats, service_times
+from trainer.policies.replay import PLACEMENTS
 
 REPORT = "report.html"
 FIGURE_DIR = "figures"
@@ -66,6 +67,7 @@ def report_html(run: Run, images: dict[str, bytes]) -> str:
             f"<p class=banner><span class=badge>{escape(run.emulated_label)}</span> Generation, training and "
             f"weight sync are emulated: they wait the stage times of the hardware profile "
             f"<b>{escape(str(profile.get('name', '?')))}</b> ({escape(str(profile.get('description', '')))}). "
+            f"Placement <b>{escape(str(run.placement))}</b>: {escape(PLACEMENTS.get(str(run.placement), ''))}. "
             "Every gym step is real work in the sandbox.</p>"
         )
     parts.append(_headline(s))

@@ -55,6 +55,15 @@ class Run:
         return f"emulated (profile {(self.summary.get('profile') or {}).get('name', '?')})"
 
 
+    @property
+    def placement(self) -> str | None:
+        """Where the emulated stages ran: colocated or disaggregated; None for measured stages.
+        Runs from before the option were all disaggregated (generation and training overlapped)."""
+        if not self.summary.get("emulated"):
+            return None
+        return str(self.summary.get("placement") or "disaggregated")
+
+
 def ordered_modes(modes: dict[str, Any]) -> list[str]:
     """sync before async (summary.json sorts its keys alphabetically), then any other mode."""
     return [m for m in MODE_ORDER if m in modes] + sorted(m for m in modes if m not in MODE_ORDER)

@@ -32,6 +32,8 @@ def test_benchmark_writes_a_complete_run_record(tmp_path):
     run_dir = tmp_path / "runs" / summary["run_id"]
     assert json.loads((run_dir / "summary.json").read_text()) == summary
     assert summary["emulated"] is True and summary["profile"]["name"] == "h100-qwen3-4b"
+    assert summary["placement"] == summary["policy"]["placement"] == "colocated"  # the default
+    assert summary["spec"]["placement"] is None
     assert summary["git"]["commit"] and summary["hardware"]["cores"] >= 1 and summary["tools"]["math-verify"]
     for mode in ("sync", "async"):
         figures = summary["modes"][mode]
@@ -40,6 +42,7 @@ def test_benchmark_writes_a_complete_run_record(tmp_path):
         assert all(figures[k] is not None for k in SUMMARY_FIGURES if k != "step_time_lag1_autocorrelation")
         assert figures["accounting"]["balanced"] is True
         assert figures["measured_steps"] == 2
+        assert figures["placement"] == "colocated"
     assert set(summary["comparison"]) >= {"speedup", "ideal_speedup", "achieved_over_ideal"}
     steps = list(csv.DictReader((run_dir / "steps.csv").open()))
     assert [r["mode"] for r in steps] == ["sync"] * 3 + ["async"] * 3
@@ -49,10 +52,20 @@ def test_benchmark_writes_a_complete_run_record(tmp_path):
 
 
 def test_benchmark_table_names_the_emulation(tmp_path):
-    out = harness("benchmark", "--gym", "math", "--mode", "async", "--steps", "2", "--batch", "1",
-                  "--group", "2", "--profile", "zero", "--results", str(tmp_path), env={"COLUMNS": "200"})  # fmt: skip
+    # both modes: a second mode's gym steps are never warm-up, so the run's cost card always has some
+    out = harness("benchmark", "--gym", "math", "--steps", "2", "--batch", "1", "--group", "2",
+                  "--profile", "zero", "--placement", "disaggregated", "--results", str(tmp_path),
+                  "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "emulated: zero" in out.stdout and "trainer idle ratio" in out.stdout
+    summary = json.loads(out.stdout)
+    assert summary["placement"] == summary["spec"]["placement"] == "disaggregated"
+    assert summary["modes"]["sync"]["placement"] == summary["modes"]["async"]["placement"] == "disaggregated"
+    out = harness("benchmark", "--gym", "math", "--steps", "2", "--batch", "1", "--group", "2",
+                  "--profile", "zero", "--results", str(tmp_path), env={"COLUMNS": "200"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "emulated: zero, colocated" in out.stdout and "trainer idle ratio" in out.stdout
+    assert "placement colocated: one accelerator pool time-shares generation and training" in " ".join(out.stdout.split())
+    assert "avg accelerator_wait" in out.stdout
 
 
 def test_benchmark_bad_input_is_one_clear_line(tmp_path):
@@ -61,6 +74,8 @@ def test_benchmark_bad_input_is_one_clear_line(tmp_path):
         (["--gym", "math", "--profile", "b200"], "unknown hardware profile"),
         (["--gym", "math", "--policy", "gpt"], "unknown policy"),
         (["--gym", "math", "--mode", "sideways"], "use both, sync or async"),
+        (["--gym", "math", "--placement", "sideways"], "use colocated or disaggregated"),
+        (["--gym", "math", "--policy", "tiny", "--placement", "colocated"], "placement is an option of the replay"),
         (["--gym", "math", "--gym-workers", "0"], "Invalid value for '--gym-workers'"),
         (["--gym", "math", "-o", "size=many"], "math gym option size='many' must be a whole number"),
     ]:

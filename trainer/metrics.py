@@ -89,12 +89,17 @@ def summarize(result: RunResult) -> dict:
     train_per_step = statistics.fmean(s.actor_train + s.update_weights for s in measured)
     gen_per_step = busy_in(generate, start, end) / n
     gym_per_step = gym_busy / result.pool_workers / n
-    ideal = max(gen_per_step, gym_per_step, train_per_step)
+    if result.placement == "colocated":  # one accelerator pool: generation and training take turns
+        ideal = max(gen_per_step + train_per_step, gym_per_step)
+    else:  # disaggregated (or real hardware): each stage on its own
+        ideal = max(gen_per_step, gym_per_step, train_per_step)
+    accelerator_wait = tl.select("trainer", "accelerator_wait")
     rate_ratio = max(gen_per_step, gym_per_step) / max(train_per_step, 1e-9)
     autocorr = lag1_autocorrelation(step_times)
     return {
         "mode": result.config.mode,
         "config": asdict(result.config),
+        "placement": result.placement,
         "steps": len(steps),
         "measured_steps": n,
         "wall_s": result.wall,
@@ -103,6 +108,7 @@ def summarize(result: RunResult) -> dict:
         "train_wait_mean": statistics.fmean(s.train_wait for s in measured),
         "actor_train_mean": statistics.fmean(s.actor_train for s in measured),
         "update_weights_mean": statistics.fmean(s.update_weights for s in measured),
+        "accelerator_wait_mean": busy_in(accelerator_wait, start, end) / n,
         "train_time_mean": train_per_step,
         "trainer_idle_ratio": sum(s.train_wait for s in measured) / max(sum(step_times), 1e-9),
         "rollout_idle_ratio": 1 - busy_in(generate, start, end) / window,

@@ -6,6 +6,11 @@ Both modes run the same code. Sync is max_staleness 0: admission control then le
 of step s+1 start before the weights of step s are published, which is the barrier of
 synchronous GRPO. Async allows groups up to `max_staleness` versions behind the trainer, so
 generation and gym work overlap training.
+
+Where the policy's emulated stages share one accelerator (placement `colocated`), a rollout
+worker holds it around each generate call and the trainer around actor_train with
+update_weights, so the two never overlap; the trainer's wait for it is an `accelerator_wait`
+span.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ class RunResult:
     pool_workers: int
     wall: float
     placements: list[Placement] = field(default_factory=list)  # where each gym worker ran, over time
+    placement: str | None = None  # the policy's: colocated, disaggregated, or None (real hardware)
 
 
 def run(
@@ -111,10 +117,14 @@ def run(
             for group in groups:
                 for traj in group.trajectories:
                     traj.check_one_version()
-            with timeline.span("trainer", "actor_train", step):
-                stats = policy.train_step(groups)
-            with timeline.span("trainer", "update_weights", step):
-                version = policy.update_weights()
+            asked = timeline.now()
+            with policy.accelerator():  # colocated: after the generate call that holds it
+                if policy.placement == "colocated":
+                    timeline.add("trainer", "accelerator_wait", asked, timeline.now(), step)
+                with timeline.span("trainer", "actor_train", step):
+                    stats = policy.train_step(groups)
+                with timeline.span("trainer", "update_weights", step):
+                    version = policy.update_weights()
             buffer.advance(version)
             end = timeline.now()
             records.append(_record(step, end, end - previous_end, timeline, groups, buffer.depth(), stats))
@@ -127,7 +137,7 @@ def run(
             w.join()
     return RunResult(
         config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers,
-        previous_end, list(pool.placements),
+        previous_end, list(pool.placements), policy.placement,
     )  # fmt: skip
 
 

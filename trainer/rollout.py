@@ -80,7 +80,8 @@ class Rollout:
         episodes: list[Episode] = [self.gym.open(task) for _ in trajs]
         todo = list(range(self.group_size))
         while todo:
-            gens = self._generate([Request(task, prompts[i], len(trajs[i].turns) + 1) for i in todo], version)
+            requests = [Request(task, prompts[i], len(trajs[i].turns) + 1, group_id, i) for i in todo]
+            gens = self._generate(requests, version)
             pending = {}
             for i, gen in zip(todo, gens):
                 trajs[i].turns.append(Turn(prompts[i], gen, version))
@@ -115,8 +116,11 @@ class Rollout:
         with self.engine_lock:
             if self.buffer.stopping:
                 raise Stopped
-            with self.timeline.span("rollout", "generate", version):
-                return self.policy.generate(requests, version)
+            with self.policy.accelerator():  # colocated: wait for training to give it up
+                if self.buffer.stopping:
+                    raise Stopped
+                with self.timeline.span("rollout", "generate", version):
+                    return self.policy.generate(requests, version)
 
     def _completed(self, pending: dict[cf.Future[StepCall], int]):
         """Yield (call, index) as gym steps finish; on stop, leave the rest to close themselves."""

@@ -9,11 +9,15 @@ from gyms import Outcome, Task
 
 @dataclass(frozen=True)
 class Request:
-    """One generation: the task (replay policies act on it) and the conversation so far."""
+    """One generation: the task (replay policies act on it), the conversation so far, and where
+    it stands in the run: the group (the task sampler's group id), the sample within the group
+    and the turn, so a replay policy's answer can be a function of the request alone."""
 
     task: Task
     prompt: str
     turn: int  # 1-based
+    group: int | None = None  # None outside a run (calibration, tests): a replay policy then
+    sample: int | None = None  # uses the request's position in the generate call instead
 
 
 @dataclass(frozen=True)

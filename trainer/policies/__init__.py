@@ -7,12 +7,20 @@ from trainer.policies.base import Policy
 from trainer.policies.profiles import HardwareProfile
 
 
-def make_policy(spec: str, gym: Gym, profile: HardwareProfile, seed: int = 0) -> Policy:
-    """`replay`, `tiny`, or `hf:PATH` (optionally `hf:PATH@cuda` to pick the device)."""
-    if spec == "replay":
-        from trainer.policies.replay import ReplayPolicy
+def make_policy(
+    spec: str, gym: Gym, profile: HardwareProfile, seed: int = 0, placement: str | None = None
+) -> Policy:
+    """`replay`, `tiny`, or `hf:PATH` (optionally `hf:PATH@cuda` to pick the device).
 
-        return ReplayPolicy(gym, profile, seed=seed)
+    `placement` (replay only): `colocated` or `disaggregated`; None takes the replay default."""
+    if spec == "replay":
+        from trainer.policies.replay import DEFAULT_PLACEMENT, ReplayPolicy
+
+        return ReplayPolicy(gym, profile, seed=seed, placement=placement or DEFAULT_PLACEMENT)
+    if placement is not None:
+        raise ValueError(
+            f"placement is an option of the replay policy: {spec!r} runs its stages on real hardware"
+        )
     if spec == "tiny":
         from trainer.policies.torch_lm import tiny_policy
 

@@ -9,17 +9,58 @@ of an episode uses one version even while newer ones are published.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from trainer.types import Generation, Group, Request
+
+
+class Accelerator:
+    """One accelerator pool that the stages of a colocated policy hold in turn, first come first
+    served: a plain lock would let the rollout workers, which call generate back to back, keep
+    the trainer waiting. A holder interrupted while it waits gives its turn up."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0  # the next ticket to hand out
+        self._serving = 0  # the ticket that holds the accelerator
+        self._abandoned: set[int] = set()
+
+    def __enter__(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            try:
+                while ticket != self._serving:
+                    self._cond.wait()
+            except BaseException:
+                self._abandoned.add(ticket)
+                self._advance()
+                raise
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._serving += 1
+            self._advance()
+
+    def _advance(self) -> None:
+        while self._serving in self._abandoned:
+            self._abandoned.remove(self._serving)
+            self._serving += 1
+        self._cond.notify_all()
 
 
 class Policy(ABC):
     name: str
     emulated = False  # True where accelerator stages only take a profile's time
+    # Where emulated stages run: "colocated" (one accelerator pool time-shares generation and
+    # training) or "disaggregated" (rollout and training accelerators of their own). None for a
+    # real model, whose stages take whatever the hardware gives them.
+    placement: str | None = None
 
     def __init__(self) -> None:
         self.version = 0  # the newest published version
@@ -55,8 +96,15 @@ class Policy(ABC):
         with self._pin_lock:
             return set(self._pins)
 
+    def accelerator(self) -> contextlib.AbstractContextManager[Any]:
+        """What the caller of an accelerator stage holds around it, outside the stage's span:
+        rollout workers around each generate call, the trainer around actor_train together with
+        update_weights. A colocated policy's one `Accelerator`; nothing by default."""
+        return contextlib.nullcontext()
+
     def drop_unused(self) -> None:
         """Free rollout weights of versions that are neither newest nor pinned."""
 
     def describe(self) -> dict[str, str]:
-        return {"policy": self.name, "emulated": str(self.emulated).lower()}
+        described = {"policy": self.name, "emulated": str(self.emulated).lower()}
+        return described | ({"placement": self.placement} if self.placement else {})

@@ -3,19 +3,40 @@
 Actions come from the gym's candidates (the reference, realistic wrong answers, and rarely a
 non-terminating one), so every gym step does its full real work. Generation, training and
 weight sync wait the time the hardware profile gives for the emulated token counts.
+
+Each action (and its emulated length) is a pure function of (run seed, task id, group index,
+sample index, turn): a `random.Random` seeded from a SHA-256 of those values. Sync and async
+runs with one seed therefore get the same answers, timeouts included, whatever order their
+threads ask in.
+
+Placement (docs/benchmarks.md): `colocated`, the default, has one emulated accelerator pool
+that generation and training/weight sync hold in turn, so they never overlap; only gym work
+overlaps them. `disaggregated` gives rollout and training accelerators of their own, so
+generation may overlap training.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import random
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from gyms import Candidate, Gym
-from trainer.policies.base import Policy
+from trainer.policies.base import Accelerator, Policy
 from trainer.policies.profiles import HardwareProfile
 from trainer.types import Generation, Group, Request
+
+PLACEMENTS = {  # where the emulated accelerator stages run, in the words every output uses
+    "colocated": "one accelerator pool time-shares generation and training, which never overlap; "
+    "only gym work overlaps them",
+    "disaggregated": "rollout and training have accelerators of their own, so generation may overlap training",
+}
+DEFAULT_PLACEMENT = "colocated"
 
 
 class ReplayPolicy(Policy):
@@ -30,20 +51,28 @@ class ReplayPolicy(Policy):
         skill: float = 0.5,
         timeout_rate: float = 0.02,
         seed: int = 0,
+        placement: str = DEFAULT_PLACEMENT,
     ) -> None:
         super().__init__()
         if not 0 <= skill <= 1 or not 0 <= timeout_rate <= 1:
             raise ValueError("skill and timeout_rate are probabilities in [0, 1]")
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement is 'colocated' or 'disaggregated', got {placement!r}")
         self.gym = gym
         self.profile = profile
         self.skill = skill  # chance that an action is a known-good one
         self.timeout_rate = timeout_rate  # chance of a non-terminating action (costly for the gym)
-        self._rng = random.Random(seed)
-        self._lock = threading.Lock()
+        self.seed = seed
+        self.placement = placement
+        self._accelerator = Accelerator() if placement == "colocated" else None
+        self._lock = threading.Lock()  # guards the candidate cache
         self._candidates: dict[str, list[Candidate]] = {}
 
+    def accelerator(self) -> contextlib.AbstractContextManager[Any]:
+        return self._accelerator if self._accelerator is not None else contextlib.nullcontext()
+
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:
-        generations = [self._pick(r) for r in requests]
+        generations = [self._pick(r, self._rng(r, position)) for position, r in enumerate(requests)]
         time.sleep(self.profile.generate_s(sum(len(g.response_tokens) for g in generations)))
         return generations
 
@@ -62,25 +91,33 @@ class ReplayPolicy(Policy):
         self.version += 1
         return self.version
 
-    def _pick(self, request: Request) -> Generation:
+    def _rng(self, request: Request, position: int) -> random.Random:
+        """The draws of one action: seeded by (seed, task, group, sample, turn) alone. A request
+        from outside a run (no group or sample) stands at its position in the generate call."""
+        group = "-" if request.group is None else request.group
+        sample = position if request.sample is None else request.sample
+        key = json.dumps([self.seed, request.task.id, group, sample, request.turn])
+        return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
+
+    def _pick(self, request: Request, rng: random.Random) -> Generation:
+        task = request.task
         with self._lock:
-            task = request.task
             if task.id not in self._candidates:
                 self._candidates[task.id] = self.gym.candidates(task, random.Random(task.id))
             candidates = self._candidates[task.id]
-            good = [c for c in candidates if c.expect == "pass"]
-            hangs = [c for c in candidates if c.expect == "timeout"]
-            bad = [c for c in candidates if c.expect == "fail"]
-            roll = self._rng.random()
-            if good and roll < self.skill:
-                choice = self._rng.choice(good)
-            elif hangs and roll < self.skill + self.timeout_rate:
-                choice = self._rng.choice(hangs)
-            else:
-                choice = self._rng.choice(bad or good or hangs)
-            # Emulated token counts: a reasoning model's response, spread +-50 %.
-            mean = self.profile.response_tokens
-            n_response = max(1, round(mean * self._rng.uniform(0.5, 1.5))) if mean else 1
+        good = [c for c in candidates if c.expect == "pass"]
+        hangs = [c for c in candidates if c.expect == "timeout"]
+        bad = [c for c in candidates if c.expect == "fail"]
+        roll = rng.random()
+        if good and roll < self.skill:
+            choice = rng.choice(good)
+        elif hangs and roll < self.skill + self.timeout_rate:
+            choice = rng.choice(hangs)
+        else:
+            choice = rng.choice(bad or good or hangs)
+        # Emulated token counts: a reasoning model's response, spread +-50 %.
+        mean = self.profile.response_tokens
+        n_response = max(1, round(mean * rng.uniform(0.5, 1.5))) if mean else 1
         return Generation(
             text=choice.action,
             prompt_tokens=[0] * self.profile.prompt_tokens,
