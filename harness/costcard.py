@@ -158,8 +158,11 @@ def _gym_of(run: Run) -> Gym | None:
 
 
 def write_run_card(run_dir: Path, gym: Gym) -> None:
-    """card.json beside a finished run's records."""
-    save(from_run(load_run(run_dir), gym), run_dir / "card.json")
+    """card.json beside a finished run's records; none for a run whose gym steps all fell in
+    the warm-up step (a tiny run of one-turn episodes): it measured no cost to write down."""
+    run = load_run(run_dir)
+    if _warmup_calls(run)[1]:
+        save(from_run(run, gym), run_dir / "card.json")
 
 
 def run_card(run_dir: Path) -> CostCard:
