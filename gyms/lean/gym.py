@@ -4,6 +4,8 @@ Options (strings from the command line are accepted), all optional:
   source           core (default: the built-in tasks), a miniF2F-style .jsonl file, or a
                    directory of .lean files each ending in `:= by sorry` (these two need
                    Mathlib: backend=native)
+  suite            which built-in tasks (source=core): core (default: quick checks) or heavy
+                   (tasks/heavy.lean: checks that cost real kernel work, ~0.3-3 s each)
   backend          wasm (default: the patched npm Lean under node) or native
   mode             warm (default: a pool of checker processes) or cold (a lean process per check)
   checkers         warm checkers per gym worker process (default 1; ~1.6 GB each on wasm)
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.lean.episode import LeanEpisode, Settings
-from gyms.lean.tasks import LeanTask, check_split, core_tasks, directory_tasks, minif2f_tasks
+from gyms.lean.tasks import SUITES, LeanTask, check_split, directory_tasks, minif2f_tasks, suite_tasks
 from gyms.options import Options
 
 BACKENDS = ("wasm", "native")
@@ -53,6 +55,7 @@ class LeanGym(Gym):
     def __init__(
         self,
         source: str = "core",
+        suite: str = "core",
         backend: str = "wasm",
         mode: str = "warm",
         checkers: int | str = 1,
@@ -65,6 +68,12 @@ class LeanGym(Gym):
         lean: str | None = None,
     ) -> None:
         self.source = str(source)
+        self.suite = _OPTIONS.choice("suite", suite, tuple(SUITES))
+        if self.suite != "core" and self.source != "core":
+            raise ValueError(
+                f"lean gym option suite={self.suite!r} selects built-in tasks, but source={self.source!r} "
+                "loads tasks from a file: use source=core with it, or leave suite out"
+            )
         backend = _OPTIONS.choice("backend", backend, BACKENDS)
         timeout = CHECK_TIMEOUT_S[backend]
         if check_timeout_s not in (None, ""):
@@ -96,7 +105,7 @@ class LeanGym(Gym):
     @cached_property
     def _tasks(self) -> list[LeanTask]:
         if self.source == "core":
-            return core_tasks()
+            return suite_tasks(self.suite)
         path = Path(self.source)
         if path.is_dir():
             return directory_tasks(path)
@@ -141,5 +150,5 @@ class LeanGym(Gym):
 
     def describe(self) -> dict[str, str]:
         described = super().describe()
-        described.update(backend=self.settings.backend, mode=self.settings.mode, source=self.source)
+        described.update(backend=self.settings.backend, mode=self.settings.mode, source=self.source, suite=self.suite)
         return described

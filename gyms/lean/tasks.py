@@ -1,4 +1,5 @@
-"""Lean tasks: the built-in core-Lean theorems, and loaders for miniF2F-style sources.
+"""Lean tasks: the built-in core-Lean theorems (suites `core` and `heavy`), and loaders for
+miniF2F-style sources.
 
 A `LeanTask` holds the fixed part of a task (header and statement) and what the gym needs to
 check an answer; `to_task` turns it into the `Task` the trainer sees. Tasks from the loaders
@@ -17,6 +18,9 @@ from gyms.base import Task
 from gyms.sandbox import hide_from_sandboxes
 
 CORE_FILE = Path(__file__).with_name("tasks") / "core.lean"
+# The heavy suite: theorems whose check costs real kernel and elaborator work (`-o suite=heavy`).
+HEAVY_FILE = CORE_FILE.with_name("heavy.lean")
+SUITES = {"core": CORE_FILE, "heavy": HEAVY_FILE}
 hide_from_sandboxes(CORE_FILE.parent)  # the reference proofs: the answer key stays on the host
 SPLITS = ("train", "test")
 # One built-in task in five (by position in the file) is held out for `test`.
@@ -76,21 +80,30 @@ def check_split(split: str) -> None:
         raise ValueError(f"unknown split {split!r}; the lean gym has splits {', '.join(SPLITS)}")
 
 
-def core_tasks(path: Path = CORE_FILE) -> list[LeanTask]:
+def core_tasks(path: Path = CORE_FILE, suite: str = "core") -> list[LeanTask]:
+    """The tasks of a file in core.lean's format; ids are `<suite>/<theorem name>`."""
     tasks = []
     for index, match in enumerate(_CORE_TASK.finditer(path.read_text())):
         tasks.append(
             LeanTask(
-                id=f"core/{match['name']}",
+                id=f"{suite}/{match['name']}",
                 name=match["name"],
                 statement=match["statement"].strip(),
                 reference=match["proof"].strip(),
                 wrong=tuple(w.strip() for w in _WRONG.findall(match["notes"])),
                 description=" ".join(match["doc"].split()),
                 split="test" if index % _TEST_EVERY == _TEST_EVERY - 1 else "train",
+                source=suite,
             )
         )
     return tasks
+
+
+def suite_tasks(suite: str) -> list[LeanTask]:
+    """A built-in suite: `core` (quick checks) or `heavy` (checks that cost real work)."""
+    if suite not in SUITES:
+        raise ValueError(f"lean gym option suite={suite!r}: use one of {', '.join(SUITES)}")
+    return core_tasks(SUITES[suite], suite)
 
 
 def minif2f_tasks(path: Path) -> list[LeanTask]:
