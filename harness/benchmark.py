@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -10,11 +11,11 @@ from typing import Any
 import torch
 
 from gyms import Gym, executors, make
-from harness import costcard, errors, outputs, record
+from harness import control, costcard, errors, intervals, outputs, record
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
 from trainer.policies import make_policy
-from trainer.policies.profiles import load_profile
+from trainer.policies.profiles import HardwareProfile, load_profile
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,13 @@ class BenchmarkSpec:
     executor: str = "local"  # where gym workers run: local or ray (gyms/executors.py)
     ray_address: str | None = None
     placement: str | None = None  # replay: colocated or disaggregated (None: the replay default)
+    repeats: int = 1  # sync/async pairs, in ABBA order (mode_order)
+    control: bool = False  # also run the same configuration with an instant gym (harness/control.py)
 
     def __post_init__(self) -> None:
         executors.check(self.executor, self.ray_address)
+        if self.repeats < 1:
+            raise ValueError("repeats must be at least 1")
 
 
 class BenchmarkInterrupted(Exception):
@@ -60,61 +65,123 @@ def start_gym(name: str, options: dict[str, str], split: str = "train") -> Gym:
     return gym
 
 
+def mode_order(modes: tuple[str, ...], repeat: int) -> tuple[str, ...]:
+    """ABBA: even repeats run the modes in the given order, odd ones reversed, so a drift of the
+    machine over the run (load, caches, thermal) falls on both modes alike."""
+    return modes if repeat % 2 == 0 else tuple(reversed(modes))
+
+
 def run_benchmark(
     spec: BenchmarkSpec,
     results_root: Path = record.RESULTS,
     on_step: Callable[[str, StepRecord], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
-    """Run every mode of `spec` on one gym pool; write and return the run's summary.
+    """Run every mode of `spec`, `spec.repeats` times, on one gym pool (and the control, if
+    asked, on a pool of its own); write and return the run's summary.
+
+    The summary's `modes` are the first repeat's (the report's figures come from them);
+    `comparison` holds the means over repeats, `intervals` their 95 % intervals, `repeats`
+    every repeat. Progress labels name the mode, the repeat and the control ("sync",
+    "async 2/3", "control sync").
 
     Start-up (the gym and its tasks, the profile, the first policy, a writable RESULTS with room)
     fails before the pool starts, and the run directory is made only when the first mode has
     finished, so a run that cannot start, or is interrupted in its first mode, leaves nothing."""
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
     gym = start_gym(spec.gym, spec.gym_options)
+    control_gym = start_gym(control.PATH, control.options_for(spec.gym, spec.gym_options)) if spec.control else None
     profile = load_profile(spec.profile)
     policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
     outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES)
     run_dir = record.RunDir(gym.name, results_root)
     summary: dict[str, Any] = {
         "gym": gym.name,
-        "spec": asdict(spec),
+        "spec": outputs.without_paths(asdict(spec)),
         "git": record.git_commit(),
         "hardware": record.hardware(),
-        "tools": {**gym.describe(), **record.package_versions()},
-        "modes": {},
+        "tools": outputs.without_paths({**gym.describe(), **record.package_versions()}),
+        "policy": outputs.without_paths(policy.describe()),
+        "emulated": policy.emulated,
+        "placement": policy.placement,  # where the emulated stages ran
+        "profile": asdict(profile) if policy.emulated else None,
     }
-    pool = executors.make_pool(
-        spec.executor, spec.gym, spec.gym_options, spec.gym_workers, gym.step_timeout_s, spec.ray_address
-    )
+    workloads = [Workload(gym, spec.gym, spec.gym_options, summary, "")]
+    if control_gym is not None:
+        summary["control"] = {"gym": control_gym.describe()["gym"]}
+        options = control.options_for(spec.gym, spec.gym_options)
+        workloads.append(Workload(control_gym, control.PATH, options, summary["control"], "control"))
+    progress = _Progress()
+    try:
+        for workload in workloads:
+            _measure(spec, workload, profile, run_dir, progress, on_step)
+    except KeyboardInterrupt:
+        if not summary.get("modes"):
+            run_dir.remove()  # Ctrl-C while the first mode's files were being written
+            raise BenchmarkInterrupted(progress.label, None) from None
+        summary["interrupted"] = f"during the {progress.label} mode"  # harness leaderboard leaves it out
+        record.write_summary(run_dir.path, summary)
+        raise BenchmarkInterrupted(progress.label, run_dir.path) from None
+    record.write_summary(run_dir.path, summary)
+    costcard.write_run_card(run_dir.path, gym)  # card.json: the gym's measured costs, for harness plan and simulate
+    return summary, run_dir.path
+
+
+@dataclass
+class Workload:
+    """One gym to measure and where its results go: the summary itself, or its `control` block."""
+
+    gym: Gym
+    name: str  # what the pool's workers make (a registered name or module:Class)
+    options: dict[str, str]
+    block: dict[str, Any]
+    subdir: str  # below the run directory: "" or "control"
+
+
+@dataclass
+class _Progress:
+    label: str = ""  # the mode now running, as progress and interruption messages name it
+
+
+def _measure(
+    spec: BenchmarkSpec, w: Workload, profile: HardwareProfile, run_dir: record.RunDir, progress: _Progress,
+    on_step: Callable[[str, StepRecord], None] | None,
+) -> None:  # fmt: skip
+    """Every repeat of every mode of one workload on one pool, into `w.block`."""
+    w.block["modes"], w.block["repeats"] = {}, []
+    pool = executors.make_pool(spec.executor, w.name, w.options, spec.gym_workers, w.gym.step_timeout_s,
+                               spec.ray_address)  # fmt: skip
     with pool:
-        summary["gym_workers"] = pool.workers
-        mode = spec.modes[0]
-        try:
-            for n, mode in enumerate(spec.modes):
-                if n:  # every mode starts from the same initial weights
-                    policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
-                summary["policy"] = policy.describe()
-                summary["emulated"] = policy.emulated
-                summary["placement"] = policy.placement  # where the emulated stages ran
-                summary["profile"] = asdict(profile) if policy.emulated else None
+        w.block["gym_workers"] = pool.workers
+        for r in range(spec.repeats):
+            repeat: dict[str, Any] = {"repeat": r + 1, "order": list(mode_order(spec.modes, r)), "modes": {}}
+            w.block["repeats"].append(repeat)
+            for mode in repeat["order"]:
+                of = f"{r + 1}/{spec.repeats}" if spec.repeats > 1 else ""
+                progress.label = label = " ".join(x for x in (w.subdir, mode, of) if x)
+                policy = make_policy(spec.policy, w.gym, profile, spec.seed, spec.placement)  # same initial weights
                 config = RunConfig(
                     mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,
                     max_staleness=spec.max_staleness, seed=spec.seed,
                 )  # fmt: skip
-                callback = (lambda s, m=mode: on_step(m, s)) if on_step else None
-                result = run(gym, policy, pool, config, on_step=callback)
-                record.write_mode(run_dir.path, mode, result)
-                summary["modes"][mode] = summarize(result)
-        except KeyboardInterrupt:
-            if not summary["modes"]:
-                run_dir.remove()  # Ctrl-C while the first mode's files were being written
-                raise BenchmarkInterrupted(mode, None) from None
-            summary["interrupted"] = f"during the {mode} mode"  # harness leaderboard leaves it out
-            record.write_summary(run_dir.path, summary)
-            raise BenchmarkInterrupted(mode, run_dir.path) from None
-    if {"sync", "async"} <= set(summary["modes"]):
-        summary["comparison"] = compare(summary["modes"]["sync"], summary["modes"]["async"])
-    record.write_summary(run_dir.path, summary)
-    costcard.write_run_card(run_dir.path, gym)  # card.json: the gym's measured costs, for harness plan and simulate
-    return summary, run_dir.path
+                callback = (lambda s, m=label: on_step(m, s)) if on_step else None
+                result = run(w.gym, policy, pool, config, on_step=callback)
+                record.write_mode(run_dir.path / w.subdir / _repeat_dir(r), mode, result)
+                repeat["modes"][mode] = summarize(result)
+                if r == 0:
+                    w.block["modes"][mode] = repeat["modes"][mode]
+            if {"sync", "async"} <= set(repeat["modes"]):
+                repeat["comparison"] = compare(repeat["modes"]["sync"], repeat["modes"]["async"])
+    _means(w.block)
+
+
+def _repeat_dir(r: int) -> str:
+    """Where repeat r's steps.csv and timeline.jsonl go: the first in the run directory itself."""
+    return "" if r == 0 else f"repeat-{r + 1}"
+
+
+def _means(block: dict[str, Any]) -> None:
+    """`comparison` as the mean over the repeats that compared both modes, and `intervals`."""
+    compared = [r["comparison"] for r in block["repeats"] if "comparison" in r]
+    if compared:
+        block["comparison"] = {k: statistics.fmean(c[k] for c in compared) for k in compared[0]}
+    block["intervals"] = intervals.over_repeats(block["repeats"])

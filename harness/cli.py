@@ -204,6 +204,12 @@ def benchmark(
         typer.Option(help="Replay: colocated (default; one accelerator pool time-shares generation and "
                      "training) or disaggregated (rollout and training accelerators of their own)."),
     ] = None,
+    repeats: Annotated[
+        int, typer.Option(min=1, help="Run the modes this many times, in ABBA order; report means and 95% intervals.")
+    ] = 1,
+    control: Annotated[
+        bool, typer.Option(help="Also run the same configuration with an instant gym (harness/control.py).")
+    ] = False,
     results: Annotated[Path, typer.Option(help="Where results/runs/<run-id>/ is written.")] = Path("results"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
@@ -217,6 +223,7 @@ def benchmark(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
         max_staleness=max_staleness, seed=seed, executor=executor, ray_address=ray_address, placement=placement,
+        repeats=repeats, control=control,
     )  # fmt: skip
 
     def progress(mode_name: str, s: StepRecord) -> None:
@@ -227,7 +234,8 @@ def benchmark(
             )
 
     if not as_json:
-        console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps")
+        extra = (f", {repeats} repeats (ABBA)" if repeats > 1 else "") + (", with the instant-gym control" if control else "")
+        console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps{extra}")
     summary, run_dir = run_benchmark(spec, results, on_step=progress)
     write_report(run_dir)  # report.html and figures/ beside the run record
     if as_json:
@@ -237,13 +245,9 @@ def benchmark(
     console.print(f"\n[bold]{summary['gym']}[/] · policy {summary['policy']['policy']} ({stages})")
     console.print(_benchmark_table(summary))
     console.print(_nodes_table(summary))
-    if "comparison" in summary:
-        c = summary["comparison"]
-        console.print(
-            f"speedup [bold]{c['speedup']:.2f}x[/] (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "
-            f"{c['achieved_over_ideal']:.0%}); trainer idle ratio {c['trainer_idle_ratio_sync']:.1%} -> "
-            f"{c['trainer_idle_ratio_async']:.1%}"
-        )
+    for block, name in ((summary, "speedup"), (summary.get("control"), "control speedup")):
+        if block and "comparison" in block:
+            console.print(_comparison_line(block, name))
     for name, m in summary["modes"].items():
         acc = m["accounting"]
         console.print(
@@ -255,6 +259,26 @@ def benchmark(
                       f"{summary['profile']['name']}: {summary['profile']['description']}; placement "
                       f"{summary['placement']}: {PLACEMENT_WORDS.get(summary['placement'], '')}")  # fmt: skip
     console.print(f"written: {run_dir}")
+
+
+def _comparison_line(block: dict, name: str) -> str:
+    """'speedup 1.62x [1.55, 1.69] (ideal ...)': means over repeats, with 95% intervals when there are some."""
+    c, iv = block["comparison"], block.get("intervals", {})
+
+    def fig(key: str, fmt: str, suffix: str = "") -> str:
+        text = f"{format(c[key], fmt)}{suffix}"
+        spread = iv.get(key) or {}
+        if spread.get("low") is not None:
+            text += f" [{format(spread['low'], fmt)}{suffix}, {format(spread['high'], fmt)}{suffix}]"
+        return text
+
+    repeats = len(block.get("repeats", [])) or 1
+    over = f" (mean of {repeats} repeats, 95% intervals)" if repeats > 1 else ""
+    return (
+        f"{name} [bold]{fig('speedup', '.2f', 'x')}[/] (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "
+        f"{fig('achieved_over_ideal', '.0%')}); trainer idle ratio {fig('trainer_idle_ratio_sync', '.1%')} -> "
+        f"{fig('trainer_idle_ratio_async', '.1%')}{over}"
+    )
 
 
 @app.command()
@@ -269,9 +293,13 @@ def report(
 @app.command()
 def leaderboard(
     results: Annotated[Path, typer.Option(help="The results root that holds runs/.")] = Path("results"),
+    include_dirty: Annotated[
+        bool, typer.Option(help="Also publish runs from a dirty tree (left out by default: their commit does "
+                           "not name their code).")
+    ] = False,
 ) -> None:
     """Collect every run under RESULTS/runs/ into leaderboard.md, leaderboard.csv and index.html."""
-    published = publish(results)
+    published = publish(results, include_dirty)
     for warning in published.warnings:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     console.print(f"{len(published.rows)} rows; written: {', '.join(map(str, published.paths))}")

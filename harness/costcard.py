@@ -19,7 +19,7 @@ from typing import Any
 
 from gyms import Gym, make
 from gyms.registry import UnknownGymError, registered
-from harness.outputs import naming, write_text
+from harness.outputs import naming, without_paths, write_text
 from harness.rundir import Run, load_run, load_summary
 from harness.sim.distribution import Distribution
 from trainer.timeline import Span
@@ -77,7 +77,7 @@ class CostCard:
 def save(card: CostCard, path: Path) -> None:
     with naming(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+    write_text(path, json.dumps(without_paths(card.to_json()), indent=2, sort_keys=True) + "\n")
 
 
 def load(path: Path) -> CostCard:

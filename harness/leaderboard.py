@@ -1,9 +1,11 @@
 """`harness leaderboard`: every run under results/runs/ in one table, as Markdown, CSV and a page.
 
-One row per key (gym, system configuration, policy/profile, hardware fingerprint): the latest
-run of that key that measured both modes (else the latest run). Latest, not best: picking the
-best of several tries would publish the luckiest one. Output depends on the run records alone:
-rows sorted by key, fixed number formats, no generation time, so the same runs give the same bytes.
+One row per key (gym, system configuration, policy/profile/placement, hardware fingerprint):
+the latest run of that key that measured both modes (else the latest run). Latest, not best:
+picking the best of several tries would publish the luckiest one. Runs from a dirty tree (or of
+unknown commit) are left out unless asked for: a published figure must name the code that made
+it. Output depends on the run records alone: rows sorted by key, fixed number formats, no
+generation time, so the same runs give the same bytes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ from harness.report import REPORT, write_report
 from harness.rundir import RunDirError, load_summary
 
 MARKDOWN, CSV, INDEX = "leaderboard.md", "leaderboard.csv", "index.html"
+INTRO = (
+    "One row per (gym, configuration, policy / profile / placement, hardware): the latest run of that key "
+    "that measured both modes, from a clean tree. Emulated rows wait a hardware profile's times for "
+    "generation, training and weight sync, placed as the policy column says; their gym work is real. "
+    "Speedup is the mean over the run's repeats (sync/async pairs in ABBA order) with its 95% interval; "
+    "the control is the same configuration with an instant gym."
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +46,14 @@ class Row:
     fingerprint: str
     idle_sync: float | None
     idle_async: float | None
-    speedup: float | None
+    gym_share_sync: float | None  # the gym's share of the sync trainer wait (queue + service)
+    speedup: float | None  # the mean over repeats
+    speedup_low: float | None  # its 95 % interval (None for a single repeat)
+    speedup_high: float | None
     achieved_over_ideal: float | None
+    control_speedup: float | None  # the same configuration with an instant gym (--control)
+    control_idle_sync: float | None
+    repeats: int
     samples_sync: float | None
     samples_async: float | None
     reward_sync: float | None
@@ -63,6 +78,10 @@ def _opt(fmt: str) -> Callable[[Any], str]:
     return lambda v: "-" if v is None else format(v, fmt)
 
 
+def _times(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
 COLUMNS = (
     Column("gym", "gym", str),
     Column("run_id", "run", str),
@@ -72,8 +91,14 @@ COLUMNS = (
     Column("hardware", "hardware", str),
     Column("idle_sync", "trainer idle sync", _opt(".1%"), numeric=True),
     Column("idle_async", "trainer idle async", _opt(".1%"), numeric=True),
-    Column("speedup", "speedup", lambda v: "-" if v is None else f"{v:.2f}x", numeric=True),
+    Column("gym_share_sync", "gym share of sync wait", _opt(".0%"), numeric=True),
+    Column("speedup", "speedup", _times, numeric=True),
+    Column("speedup_low", "speedup 95% low", _times, numeric=True),
+    Column("speedup_high", "speedup 95% high", _times, numeric=True),
+    Column("repeats", "repeats", str, numeric=True),
     Column("achieved_over_ideal", "achieved/ideal", _opt(".0%"), numeric=True),
+    Column("control_speedup", "control speedup", _times, numeric=True),
+    Column("control_idle_sync", "control idle sync", _opt(".1%"), numeric=True),
     Column("samples_sync", "samples/s sync", _opt(".2f"), numeric=True),
     Column("samples_async", "samples/s async", _opt(".2f"), numeric=True),
     Column("reward_sync", "reward sync", _opt(".3f"), numeric=True),
@@ -95,17 +120,21 @@ class Published:
     warnings: list[str]  # one line per run left out or without a report
 
 
-def publish(results_root: Path) -> Published:
-    """Write results/leaderboard.md, leaderboard.csv and index.html; report runs that lack one."""
+def publish(results_root: Path, include_dirty: bool = False) -> Published:
+    """Write results/leaderboard.md, leaderboard.csv and index.html; report runs that lack one,
+    and the runs left out for coming from a dirty tree (unless `include_dirty`)."""
     runs_dir = results_root / "runs"
     if not runs_dir.is_dir():
         raise RunDirError(f"no runs: {runs_dir} does not exist (run harness benchmark first)")
-    rows, warnings = [], []
+    rows, warnings, dirty = [], [], []
     for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
         try:
             summary = load_summary(path)
             if "interrupted" in summary:
                 warnings.append(f"skipped {path}: the run was interrupted {summary['interrupted']}")
+                continue
+            if not include_dirty and not clean(summary):
+                dirty.append(path.name)
                 continue
             if not (path / REPORT).is_file():  # a run from before reports, or one copied in
                 write_report(path)
@@ -113,11 +142,20 @@ def publish(results_root: Path) -> Published:
             warnings.append(f"skipped {exc}")
             continue
         rows.append(make_row(path.name, summary))
+    if dirty:
+        warnings.append(f"left out {len(dirty)} run(s) from a dirty tree or of unknown commit "
+                        f"({', '.join(dirty)}); --include-dirty publishes them")  # fmt: skip
     rows = choose(rows)
     out = [results_root / MARKDOWN, results_root / CSV, results_root / INDEX]
     for path, text in zip(out, (markdown(rows), csv_text(rows), index_html(rows))):
         write_text(path, text)
     return Published(out, rows, warnings)
+
+
+def clean(summary: dict[str, Any]) -> bool:
+    """Whether the run came from a committed, clean tree: only then does its commit name its code."""
+    git = summary.get("git") or {}
+    return bool(git.get("commit")) and git.get("dirty") is False
 
 
 def choose(rows: list[Row]) -> list[Row]:
@@ -147,6 +185,11 @@ def make_row(run_id: str, s: dict[str, Any]) -> Row:
 
     profile = (s.get("profile") or {}).get("name")
     policy = str(spec.get("policy", "?")) + (f" / {profile}" if s.get("emulated") else "")
+    if s.get("placement"):
+        policy += f", {s['placement']}"
+    speedup = (s.get("intervals") or {}).get("speedup") or {}
+    ctrl = s.get("control") or {}
+    ctrl_sync = (ctrl.get("modes") or {}).get("sync") or {}
     return Row(
         gym=s["gym"],
         configuration=configuration(s),
@@ -156,14 +199,21 @@ def make_row(run_id: str, s: dict[str, Any]) -> Row:
         fingerprint=fingerprint(s["hardware"]),
         idle_sync=figure("sync", "trainer_idle_ratio"),
         idle_async=figure("async", "trainer_idle_ratio"),
+        gym_share_sync=modes["sync"].get("gym_wait_share") if "sync" in modes else None,
         speedup=comparison.get("speedup"),
+        speedup_low=speedup.get("low"),
+        speedup_high=speedup.get("high"),
         achieved_over_ideal=comparison.get("achieved_over_ideal"),
+        control_speedup=(ctrl.get("comparison") or {}).get("speedup"),
+        control_idle_sync=ctrl_sync.get("trainer_idle_ratio"),
+        repeats=len(s.get("repeats") or []) or 1,
         samples_sync=figure("sync", "samples_per_s"),
         samples_async=figure("async", "samples_per_s"),
         reward_sync=figure("sync", "reward_mean"),
         reward_async=figure("async", "reward_mean"),
         staleness_async=figure("async", "staleness_mean"),
-        errors=sum(int(m["accounting"].get("errored", 0)) for m in modes.values()),
+        errors=sum(int(m["accounting"].get("errored", 0)) for r in (s.get("repeats") or [s])
+                   for m in r["modes"].values()),
         run_id=run_id,
         runs=1,
         commit=str(s["git"].get("commit") or "unknown") + ("+dirty" if s["git"].get("dirty") else ""),
@@ -213,9 +263,7 @@ def markdown(rows: list[Row]) -> str:
         "# heavygym leaderboard",
         "",
         (
-            "One row per (gym, configuration, policy / profile, hardware): the latest run of that key that "
-            "measured both modes. Emulated rows wait a hardware profile's times for generation, training and "
-            "weight sync; their gym work is real. Columns: [docs/reports.md](../docs/reports.md)."
+            f"{INTRO} Columns: [docs/reports.md](../docs/reports.md)."
         ),
         "",
     ]
@@ -255,10 +303,8 @@ def index_html(rows: list[Row]) -> str:
     body = [
         "<h1>heavygym leaderboard</h1>",
         (
-            "<p class=sub>One row per (gym, configuration, policy / profile, hardware): the latest run of that "
-            "key that measured both modes. Click a column header to sort. Each run links to its report. "
-            "<span class=badge>emulated</span> rows wait a hardware profile's times for generation, training "
-            "and weight sync; their gym work is real.</p>"
+            f"<p class=sub>{escape(INTRO)} Click a column header to sort. Each run links to its report; "
+            "<span class=badge>emulated</span> marks the emulated rows.</p>"
         ),
     ]
     if rows:

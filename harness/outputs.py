@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 MB = 2**20
 RUN_NEEDS_BYTES = 32 * MB  # a run record with its report and figures, with room to spare
@@ -52,3 +54,20 @@ def check_writable(directory: Path, need_bytes: int) -> None:
         raise OSError(exc.errno, exc.strerror, str(existing)) from None
     if free < need_bytes:
         raise OSError(errno.ENOSPC, f"only {free / MB:.1f} MB free, {need_bytes / MB:.0f} MB needed", str(existing))
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~/-])/(?!/)(?:[^\s/:,;'\"]+/)*([^\s/:,;'\"]+)")
+
+
+def without_paths(value: Any) -> Any:
+    """`value` (nested dicts, lists, strings) with every absolute path cut to its last part, as
+    `…/name`: what a run publishes must not name the directories of the machine that ran it
+    (a dataset given as `source=verilog-eval:/data/VerilogEval` is recorded as
+    `verilog-eval:…/VerilogEval`)."""
+    if isinstance(value, str):
+        return _ABSOLUTE_PATH.sub(lambda m: f"…/{m.group(1)}", value)
+    if isinstance(value, dict):
+        return {k: without_paths(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_paths(v) for v in value]
+    return value

@@ -104,7 +104,10 @@ def package_versions(names: tuple[str, ...] = ("heavygym", "torch", "transformer
 
 
 def write_mode(run_dir: Path, mode: str, result: RunResult) -> None:
-    """One finished mode's steps.csv, buffer.csv and timeline.jsonl rows."""
+    """One finished mode's steps.csv, buffer.csv and timeline.jsonl rows (run_dir: the run's
+    directory, or a repeat's or the control's directory below it)."""
+    with naming(run_dir):
+        run_dir.mkdir(parents=True, exist_ok=True)
     write_steps(run_dir / "steps.csv", mode, result)
     write_buffer_depth(run_dir / "buffer.csv", mode, result)
     with naming(run_dir / "timeline.jsonl"):

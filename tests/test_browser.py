@@ -169,7 +169,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
                   "--results", str(root))  # fmt: skip
     assert out.returncode == 0, out.stderr
     make_run(root, "20000101T000000Z-toy", speedup=9.0)  # a second row to sort against
-    out = harness("leaderboard", "--results", str(root))
+    out = harness("leaderboard", "--results", str(root), "--include-dirty")  # the checkout may be dirty
     assert out.returncode == 0, out.stderr
     return root
 

@@ -1,0 +1,60 @@
+"""Means and 95 % intervals over the repeats of `harness benchmark --repeats N`.
+
+Each repeat is one sync/async pair run back to back (ABBA order across repeats), so a repeat's
+speedup is a paired figure; the interval is Student's t over the per-repeat values.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# Two-sided 95 % quantiles of Student's t by degrees of freedom; between table entries the
+# next lower df is used, which widens the interval slightly rather than narrowing it.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980}  # fmt: skip
+_Z95 = 1.960
+
+# The figures that get an interval: (name in "intervals", where it is read in one repeat).
+FIGURES = {
+    "speedup": ("comparison", "speedup"),
+    "achieved_over_ideal": ("comparison", "achieved_over_ideal"),
+    "trainer_idle_ratio_sync": ("sync", "trainer_idle_ratio"),
+    "trainer_idle_ratio_async": ("async", "trainer_idle_ratio"),
+    "gym_wait_share_sync": ("sync", "gym_wait_share"),
+    "gym_wait_share_async": ("async", "gym_wait_share"),
+}
+
+
+def t95(df: int) -> float:
+    if df < 1:
+        raise ValueError("an interval needs at least two values")
+    return _Z95 if df > max(_T95) else _T95[max(d for d in _T95 if d <= df)]
+
+
+def interval(values: Sequence[float]) -> dict[str, Any]:
+    """{mean, low, high, n}: low and high are None for a single value (no spread to measure)."""
+    n = len(values)
+    if n == 0:
+        return {"mean": None, "low": None, "high": None, "n": 0}
+    mean = statistics.fmean(values)
+    if n == 1:
+        return {"mean": mean, "low": None, "high": None, "n": 1}
+    half = t95(n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return {"mean": mean, "low": mean - half, "high": mean + half, "n": n}
+
+
+def over_repeats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The intervals of FIGURES over repeats ({"modes": ..., "comparison": ...} each); a figure
+    that some repeat lacks (one mode only, or no gym wait at all) is left out."""
+    out = {}
+    for name, (where, key) in FIGURES.items():
+        values = []
+        for r in repeats:
+            block = r.get("comparison") if where == "comparison" else r["modes"].get(where)
+            values.append(None if not block else block.get(key))
+        if values and all(v is not None for v in values):
+            out[name] = interval(values)
+    return out

@@ -1,0 +1,137 @@
+"""`harness benchmark --repeats N --control`: paired ABBA repeats with 95 % intervals, the
+instant-gym control, and run records that name no path of the machine that ran them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import harness
+from test_report import make_run
+
+from harness import intervals
+from harness.benchmark import mode_order
+from harness.control import PATH, InstantGym, options_for
+from harness.leaderboard import CSV, publish
+from harness.outputs import without_paths
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_modes_run_in_abba_order():
+    orders = [mode_order(("sync", "async"), r) for r in range(4)]
+    assert orders == [("sync", "async"), ("async", "sync"), ("sync", "async"), ("async", "sync")]
+    assert mode_order(("sync",), 1) == ("sync",)
+
+
+def test_interval_is_students_t_over_the_repeats():
+    iv = intervals.interval([1.0, 2.0, 3.0])  # mean 2, sd 1, t(2) = 4.303
+    assert iv["mean"] == 2.0 and iv["n"] == 3
+    assert math.isclose(iv["high"] - 2.0, 4.303 / math.sqrt(3), rel_tol=1e-9)
+    assert math.isclose(2.0 - iv["low"], 4.303 / math.sqrt(3), rel_tol=1e-9)
+    assert intervals.interval([1.5]) == {"mean": 1.5, "low": None, "high": None, "n": 1}
+    assert intervals.t95(11) == 2.228  # between table entries: the next lower df (wider)
+    assert intervals.t95(500) == 1.960
+
+
+def test_instant_gym_labels_answers_as_the_candidates_are_labelled():
+    gym = InstantGym(**options_for("math", {"size": "4"}))
+    task = gym.tasks()[0]
+    import random
+
+    candidates = gym.candidates(task, random.Random(task.id))
+    good = next(c for c in candidates if c.expect == "pass")
+    bad = next(c for c in candidates if c.expect == "fail")
+    assert gym.open(task).step(good.action).outcome.value == "pass"
+    assert gym.open(task).step(bad.action).outcome.value == "fail"
+    assert gym.open(task).step("an answer that is no candidate").outcome.value == "fail"
+    assert gym.describe()["gym"] == "instant control of math" and PATH == "harness.control:InstantGym"
+
+
+def test_without_paths_keeps_names_and_urls():
+    assert without_paths({"source": "verilog-eval:/data/sets/VerilogEval", "n": 3}) == {
+        "source": "verilog-eval:…/VerilogEval", "n": 3}  # fmt: skip
+    assert without_paths(["/a/b:/c/d", "https://example.org/x/y", "1/2 tokens/s"]) == [
+        "…/b:…/d", "https://example.org/x/y", "1/2 tokens/s"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    root = tmp_path_factory.mktemp("results")
+    out = harness("benchmark", "--gym", "math", "--steps", "2", "--batch", "1", "--group", "2",
+                  "--profile", "zero", "--gym-workers", "1", "--repeats", "2", "--control",
+                  "--results", str(root), "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    return summary, root / "runs" / summary["run_id"]
+
+
+def test_repeats_are_recorded_in_abba_order_with_intervals(repeated):
+    summary, run_dir = repeated
+    assert [r["order"] for r in summary["repeats"]] == [["sync", "async"], ["async", "sync"]]
+    assert summary["modes"] == summary["repeats"][0]["modes"]  # the figures show the first repeat
+    speedups = [r["comparison"]["speedup"] for r in summary["repeats"]]
+    assert math.isclose(summary["comparison"]["speedup"], sum(speedups) / 2)
+    assert summary["intervals"]["speedup"]["n"] == 2
+    assert summary["intervals"]["speedup"]["low"] <= summary["comparison"]["speedup"] <= (
+        summary["intervals"]["speedup"]["high"])  # fmt: skip
+    second = list(csv.DictReader((run_dir / "repeat-2" / "steps.csv").open()))
+    assert [r["mode"] for r in second] == ["async"] * 2 + ["sync"] * 2
+
+
+def test_control_sees_the_same_answers_with_an_instant_gym(repeated):
+    summary, run_dir = repeated
+    ctrl = summary["control"]
+    assert ctrl["gym"] == "instant control of math" and len(ctrl["repeats"]) == 2
+    assert (run_dir / "control" / "timeline.jsonl").is_file() and (run_dir / "control" / "repeat-2").is_dir()
+    # Sync trains the same groups in both workloads and the replay actions are a function of the
+    # seed and the request alone, so where the candidates' labels are right (harness gyms check
+    # passes for math) the instant gym gives exactly the real gym's rewards.
+    for r, c in zip(summary["repeats"], ctrl["repeats"]):
+        assert c["modes"]["sync"]["reward_mean"] == r["modes"]["sync"]["reward_mean"]
+        assert c["modes"]["sync"]["pass_rate"] == r["modes"]["sync"]["pass_rate"]
+    assert "speedup" in ctrl["comparison"] and ctrl["intervals"]["speedup"]["n"] == 2
+
+
+def test_run_record_names_no_path_of_the_machine(repeated):
+    _, run_dir = repeated
+    for path in run_dir.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".jsonl", ".csv", ".html"):
+            text = path.read_text()
+            assert str(REPO) not in text and str(run_dir.parent.parent) not in text, path
+
+
+def test_leaderboard_leaves_out_dirty_runs_unless_asked(tmp_path):
+    make_run(tmp_path, "20260101T000000Z-toy", speedup=1.2)
+    dirty = make_run(tmp_path, "20260101T000000Z-other", gym="other")
+    summary = json.loads((dirty / "summary.json").read_text())
+    summary["git"]["dirty"] = True
+    (dirty / "summary.json").write_text(json.dumps(summary))
+
+    published = publish(tmp_path)
+    assert [r.gym for r in published.rows] == ["toy"]
+    assert any("left out 1 run(s) from a dirty tree" in w and "20260101T000000Z-other" in w
+               and "--include-dirty" in w for w in published.warnings), published.warnings  # fmt: skip
+    assert [r.gym for r in publish(tmp_path, include_dirty=True).rows] == ["other", "toy"]
+    out = harness("leaderboard", "--results", str(tmp_path))
+    assert out.returncode == 0 and "--include-dirty" in out.stderr
+
+
+def test_leaderboard_shows_the_interval_the_control_and_the_placement(repeated, tmp_path):
+    summary, run_dir = repeated
+    (tmp_path / "runs").mkdir()
+    copy = tmp_path / "runs" / run_dir.name
+    copy.mkdir()
+    for f in ("summary.json", "steps.csv", "timeline.jsonl", "buffer.csv"):
+        (copy / f).write_bytes((run_dir / f).read_bytes())
+    (row,) = publish(tmp_path, include_dirty=True).rows
+    assert row.repeats == 2 and row.speedup == summary["comparison"]["speedup"]
+    assert (row.speedup_low, row.speedup_high) == (summary["intervals"]["speedup"]["low"],
+                                                   summary["intervals"]["speedup"]["high"])  # fmt: skip
+    assert row.control_speedup == summary["control"]["comparison"]["speedup"]
+    assert row.policy == "replay / zero, colocated"
+    header = (tmp_path / CSV).read_text().splitlines()[0].split(",")
+    assert {"speedup_low", "speedup_high", "control_speedup", "gym_share_sync", "repeats"} <= set(header)
