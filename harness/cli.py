@@ -23,6 +23,7 @@ from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark
 from harness.leaderboard import publish
 from harness.report import write_report
 from harness.rundir import find_run
+from trainer.attribution import PARTS as WAIT_PARTS
 from trainer.pipeline import StepRecord
 from trainer.policies.replay import PLACEMENTS as PLACEMENT_WORDS
 
@@ -131,6 +132,17 @@ def _benchmark_table(summary: dict) -> Table:
     row("avg step_time (s)", "step_time_mean", ".2f", "lower")
     row("step_time stddev (s)", "step_time_std", ".2f")
     row("avg train_wait (s)", "train_wait_mean", ".2f", "lower")
+    if all(m.get("wait_split") for m in modes.values()):  # what it waited on (trainer/attribution.py)
+        for part in WAIT_PARTS:
+            cells = []
+            for m in modes.values():
+                total = m["train_wait_mean"]
+                share = f" ({m['wait_split'][part] / total:.0%})" if total > 0 else ""
+                cells.append(f"{m['wait_split'][part]:.2f}{share}")
+            table.add_row(f"  wait: {part} (s)", *cells, *(["-"] if len(modes) == 2 else []))
+        shares = [m.get("gym_wait_share") for m in modes.values()]
+        table.add_row("  gym share of the wait", *("-" if v is None else f"{v:.1%}" for v in shares),
+                      *(["-"] if len(modes) == 2 else []))  # fmt: skip
     row("trainer idle ratio", "trainer_idle_ratio", ".1%", "lower")
     row("avg train_time (s)", "train_time_mean", ".2f")
     row("avg actor_train (s)", "actor_train_mean", ".2f")
@@ -353,6 +365,9 @@ def simulate(
     gym_workers: Annotated[Optional[int], typer.Option(help="Gym workers in all (default: core count).")] = None,
     engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time).")] = 1,
     trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
+    placement: Annotated[str, typer.Option(help="disaggregated (rollout and training accelerators of their own) "
+                                           "or colocated (one pool takes generation and training in turn); "
+                                           "--replay takes the run's.")] = "disaggregated",
     repeats: Annotated[int, typer.Option(help="--replay: simulations averaged (seeds SEED, SEED+1, ...).")] = 100,
     seed: int = 0,
     results: Annotated[Path, typer.Option(help="The results root that holds runs/ and cards/.")] = Path("results"),
@@ -383,13 +398,14 @@ def simulate(
     config = SimConfig(
         steps=steps if steps is not None else (10 if duration_s is None else 2**62), duration_s=duration_s,
         batch_groups=batch, group_size=group, max_staleness=max_staleness, engines=engines, trainers=trainers,
-        gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed,
+        gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement,
     )  # fmt: skip
     summary = sim.simulate_gym(gym, card, profile, config, modes, results)
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
-    console.print(f"[bold]{summary['gym']}[/] simulated: card {summary['card_from']}; stages {summary['stages']}")
+    console.print(f"[bold]{summary['gym']}[/] simulated: card {summary['card_from']}; stages {summary['stages']}, "
+                  f"placement {config.placement}")  # fmt: skip
     console.print(sim.summary_table(summary))
     if "comparison" in summary:
         c = summary["comparison"]

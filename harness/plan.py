@@ -1,9 +1,9 @@
 """`harness plan`: gym workers per node, max staleness and buffer depth for a cluster.
 
 How accelerators become pipeline parts (the mapping the simulator is given):
-* Half the accelerators (at least one) are rollout engines, one engine each, generating at the
-  profile's rate; the rest are data-parallel trainer replicas, which share the per-token
-  training time of a batch (perfect scaling: an optimistic assumption).
+* Placement is disaggregated: half the accelerators (at least one) are rollout engines, one
+  engine each, generating at the profile's rate; the rest are data-parallel trainer replicas,
+  which share the per-token training time of a batch (perfect scaling: an optimistic assumption).
 * The batch defaults to 4 groups per engine, the benchmark's 4 x 4 per engine, so each
   engine and trainer replica sees the profile's reference load.
 * The gym workers of every node serve one FIFO queue (a shared queue or a balancer).
@@ -215,8 +215,8 @@ def render(p: Plan, card_from: str, stages_from: str) -> list[str]:
         f"card: {card_from}",
         f"stages: {stages_from}",
         f"cluster: {c.nodes} node(s) x {c.accelerators_per_node} accelerators x {c.cores_per_node} cores -> "
-        f"{c.engines} rollout engine(s), {c.trainers} trainer replica(s); batch {p.batch_groups} groups x "
-        f"{p.group_size}",
+        f"{c.engines} rollout engine(s), {c.trainers} trainer replica(s) (placement disaggregated); batch "
+        f"{p.batch_groups} groups x {p.group_size}",
         f"sizing rule: lambda = {r.arrival_per_s:.1f} gym calls/s (step {r.step_time_s:.2f} s set by the "
         f"accelerators), E[S] = {r.service_mean_s:.3f} s -> n >= {HEADROOM} x lambda x E[S] = "
         f"{HEADROOM * r.arrival_per_s * r.service_mean_s:.1f}: {r.workers} gym workers in all, {r.per_node} per node",
@@ -240,7 +240,8 @@ def to_json(p: Plan, card_from: str, stages_from: str) -> dict[str, Any]:
     return {
         "card": card_from, "stages": stages_from, "cluster": {
             "nodes": p.cluster.nodes, "accelerators_per_node": p.cluster.accelerators_per_node,
-            "cores_per_node": p.cluster.cores_per_node, "engines": p.cluster.engines, "trainers": p.cluster.trainers},
+            "cores_per_node": p.cluster.cores_per_node, "engines": p.cluster.engines, "trainers": p.cluster.trainers,
+            "placement": "disaggregated"},
         "batch_groups": p.batch_groups, "group_size": p.group_size, "target_idle": p.target_idle,
         "sizing_rule": vars(p.rule), "workers_per_node": p.workers_per_node, "max_staleness": p.max_staleness,
         "buffer_groups": p.buffer_groups, "reached": p.reached, "simulated": p.summary,

@@ -26,7 +26,7 @@ NOT_MODELLED = ("reward_mean", "pass_rate")
 
 def simulate_modes(card: CostCard, stages: Stages, config: SimConfig, modes: tuple[str, ...]) -> dict[str, Any]:
     """Every mode on the same configuration, as a benchmark summary: {"modes": ..., "comparison": ...}."""
-    summary: dict[str, Any] = {"card": card.source, "stages": stages.source, "modes": {}}
+    summary: dict[str, Any] = {"card": card.source, "stages": stages.source, "placement": config.placement, "modes": {}}
     for mode in modes:
         result = simulate(card, stages, replace(config, mode=mode))
         figures = summarize(result)
@@ -108,6 +108,7 @@ def replay(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> F
     config = SimConfig(
         steps=int(spec["steps"]), batch_groups=int(spec["batch_groups"]), group_size=int(spec["group_size"]),
         max_staleness=int(spec["max_staleness"]), gym_workers=int(recorded.summary["gym_workers"]),
+        placement=recorded.summary.get("placement") or "disaggregated",  # real stages: their own hardware
     )  # fmt: skip
     card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
     predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]

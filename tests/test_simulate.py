@@ -7,6 +7,7 @@ import math
 import random
 import shutil
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -269,3 +270,21 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, monkeypatch, 
     code, _, err = harness_here(monkeypatch, capsys, "simulate", *args, "--results", str(results))
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_colocated_placement_takes_generation_and_training_in_turn():
+    """One accelerator pool: with a near-instant gym there is nothing for async to hide, so its
+    step is generation + training, as sync's; disaggregated async overlaps the two."""
+    config = SimConfig(batch_groups=2, group_size=4, gym_workers=8, steps=60)  # long: async prefetches 1 step
+    fast_gym, accel = card(Distribution.constant(0.001)), stages(0.1, 2.0, 0.5)  # 0.8 s + 2.5 s a step
+    colocated = {m: summarize(simulate(fast_gym, accel, replace(config, mode=m, placement="colocated")))
+                 for m in ("sync", "async")}  # fmt: skip
+    disaggregated = summarize(simulate(fast_gym, accel, replace(config, mode="async")))
+    assert colocated["async"]["step_time_mean"] == pytest.approx(3.3, abs=0.02)
+    assert colocated["sync"]["step_time_mean"] == pytest.approx(3.301, abs=0.001)
+    assert colocated["async"]["ideal_step_time"] == pytest.approx(3.3, abs=0.02)
+    assert disaggregated["step_time_mean"] == pytest.approx(2.5, abs=0.02)
+    with pytest.raises(ValueError, match="--engines 1 --trainers 1"):
+        SimConfig(engines=2, placement="colocated")
+    with pytest.raises(ValueError, match="colocated or disaggregated"):
+        SimConfig(placement="shared")

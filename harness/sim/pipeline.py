@@ -8,6 +8,9 @@
   pool (a FIFO queue of n workers), and waits for the last before the next round.
 * The trainer takes groups in completion order, drops those staler than max_staleness (they
   count as wasted for admission), trains on batch_groups groups, publishes the next version.
+* Placement, as the replay policy's: `disaggregated` (the default) trains on accelerators of
+  its own; `colocated` has one accelerator pool (one engine, one trainer) that generation
+  calls and training steps take in turn, in the order they ask for it.
 
 Events: a generation call ends, a gym round ends, a training step ends. Queue waits need no
 events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds.
@@ -48,9 +51,14 @@ class SimConfig:
     rollout_workers: int | None = None
     duration_s: float | None = None  # else stop at the first step that ends after this time
     seed: int = 0
+    placement: str = "disaggregated"  # or "colocated": generation and training share the accelerator
 
     def __post_init__(self) -> None:
         RunConfig(self.mode, self.steps, self.batch_groups, self.group_size, self.max_staleness)  # same checks
+        if self.placement not in ("colocated", "disaggregated"):
+            raise ValueError(f"--placement is colocated or disaggregated, got {self.placement!r}")
+        if self.placement == "colocated" and (self.engines, self.trainers) != (1, 1):
+            raise ValueError("colocated placement is modelled for one accelerator pool: use --engines 1 --trainers 1")
         if self.steps < 2:
             raise ValueError("steps must be at least 2: the first step is warm-up")
         for name in ("gym_workers", "engines", "trainers", "rollout_workers"):
@@ -211,7 +219,10 @@ class _Simulation:
         turns = sum(g.turns for g in batch)
         actor_train = next(self.train_fixed) + self.stages.train_turn_s * turns / config.trainers
         update = next(self.update)
-        end = now + actor_train + update
+        if config.placement == "colocated":  # after the generation calls that asked for it first
+            end = self.engines.hold(now, actor_train + update)
+        else:
+            end = now + actor_train + update
         record = StepRecord(
             step=self.step, end=end, step_time=end - self.previous_end, train_wait=now - self.wait_start,
             actor_train=actor_train, update_weights=update, reward_mean=0.0, pass_rate=0.0,
@@ -259,7 +270,7 @@ class _Simulation:
         self.accounting.abandoned = (run_config.workers - self.free_workers) * self.config.group_size
         self.accounting.buffered = sum(g.trainable for g in self.ready)
         return RunResult(run_config, self.records, timeline, self.accounting, dict(self.staleness), self.depth_series,
-                         self.config.gym_workers, end)  # fmt: skip
+                         self.config.gym_workers, end, placement=self.config.placement)  # fmt: skip
 
 
 def _choices(pmf: tuple[float, ...], rng: np.random.Generator) -> Iterator[int]:

@@ -27,6 +27,14 @@ class Servers:
         self.busy += service
         return end
 
+    def hold(self, arrival: float, seconds: float) -> float:
+        """Take one server for `seconds` for other work (colocated training): it queues like a
+        job but is not counted in `busy`; returns when it ends."""
+        free = self.free[0]
+        end = (arrival if arrival > free else free) + seconds
+        heapreplace(self.free, end)
+        return end
+
     def busy_after(self, t: float) -> float:
         """Service seconds of the jobs so far that fall after `t`. Every job arrived by `t`, so
         each server is busy without a gap from `t` until it is next free."""
