@@ -19,7 +19,7 @@ from harness.sim.stages import Stages, from_profile
 from harness.simulate import simulate_modes
 from trainer.policies.profiles import load_profile
 
-RESULTS = ROOT / "results"
+RESULTS = ROOT / "tests" / "fixtures" / "results"  # real run records, kept as fixtures (README there)
 H100 = from_profile(load_profile("h100-qwen3-4b"))
 # a gym whose steps take 0.05-1 s, with 2 % slow ones, over up to 3 turns
 HEAVY = CostCard("heavy", "test", {}, Distribution.of([0.05 + 0.95 * i / 97 for i in range(98)] + [4.0, 4.0]),

@@ -30,7 +30,7 @@ from trainer.policies.profiles import ZERO
 from trainer.policies.replay import ReplayPolicy
 from trainer.types import Request
 
-RESULTS = ROOT / "results"
+RESULTS = ROOT / "tests" / "fixtures" / "results"  # real run records, kept as fixtures (README there)
 VERILOG_RUN = "20261130T125643Z-verilog"
 LEAN_RUN = "20261130T142819Z-lean"
 
