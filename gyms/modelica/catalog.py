@@ -1,4 +1,6 @@
-"""The task catalog: one TOML file per task under gyms/modelica/tasks/, read and checked.
+"""The task catalog: one TOML file per task, read and checked. Two suites: `core` (the files in
+gyms/modelica/tasks/) and `heavy` (gyms/modelica/tasks/heavy/: models with 50 to 400 states or
+many events, whose check costs real simulation work; ids `heavy/<name>`).
 
 A task file holds the spec in words, the reference model, the simulation set-up, the checks
 and the realistic wrong variants (see docs/gyms/modelica.md, "Task format"). Loading checks
@@ -23,7 +25,9 @@ from gyms.modelica.extract import defined_classes
 from gyms.sandbox import hide_from_sandboxes
 
 TASK_DIR = Path(__file__).with_name("tasks")
-hide_from_sandboxes(TASK_DIR)  # the reference models: the answer key stays on the host
+hide_from_sandboxes(TASK_DIR)  # the reference models (both suites): the answer key stays on the host
+HEAVY_DIR = TASK_DIR / "heavy"
+SUITES = {"core": TASK_DIR, "heavy": HEAVY_DIR}
 SPLITS = ("train", "test")
 # Default width, as a fraction of the stop time, of the window around a reference event.
 EVENT_WINDOW_FRACTION = 1e-4
@@ -178,6 +182,18 @@ def load_catalog(directory: Path = TASK_DIR) -> tuple[TaskSpec, ...]:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise TaskFileError(directory, f"duplicate task id(s) {', '.join(duplicates)}")
+    return specs
+
+
+def suite_catalog(suite: str) -> tuple[TaskSpec, ...]:
+    """The tasks of a suite: `core` (quick checks, the default) or `heavy` (real simulation work)."""
+    if suite not in SUITES:
+        raise ValueError(f"modelica gym option suite={suite!r}: use one of {', '.join(SUITES)}")
+    specs = load_catalog(SUITES[suite])
+    if suite != "core":
+        stray = [s.id for s in specs if not s.id.startswith(f"{suite}/")]
+        if stray:
+            raise TaskFileError(SUITES[suite], f"task id(s) {', '.join(stray)} must start with {suite}/")
     return specs
 
 

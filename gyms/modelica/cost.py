@@ -1,4 +1,4 @@
-"""Measure what a Modelica step costs: `python -m gyms.modelica.cost [--warm true|false] [--repeat N]`.
+"""Measure what a Modelica step costs: `python -m gyms.modelica.cost [--warm true|false] [--repeat N] [--suite core|heavy]`.
 
 Steps every known candidate of every train task (the never-ending ones excepted: they cost
 the simulation budget by construction) in this process, as a pool worker would, and prints
@@ -21,8 +21,8 @@ from gyms.modelica.gym import ModelicaGym
 _KINDS = {"reference": "passes", "equivalent": "passes", "syntax-error": "does not compile", "unbalanced": "does not compile"}
 
 
-def measure(warm: bool, repeat: int) -> dict[str, list[float]]:
-    gym = ModelicaGym(warm=warm)
+def measure(warm: bool, repeat: int, suite: str = "core") -> dict[str, list[float]]:
+    gym = ModelicaGym(warm=warm, suite=suite)
     times: dict[str, list[float]] = defaultdict(list)
     first = True
     for _ in range(repeat):
@@ -45,11 +45,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", default="true", help="rumoca runner per worker (true) or per call (false)")
     parser.add_argument("--repeat", type=int, default=3, help="passes over the candidates")
+    parser.add_argument("--suite", default="core", help="task suite: core or heavy")
     args = parser.parse_args()
     warm = args.warm.lower() in ("1", "true", "yes")
-    print(f"rumoca backend, warm={warm}, {args.repeat} passes; milliseconds per step")
+    print(f"rumoca backend, suite {args.suite}, warm={warm}, {args.repeat} passes; milliseconds per step")
     print(f"{'answer':28s} {'steps':>6s} {'mean':>8s} {'p50':>8s} {'p95':>8s}")
-    for kind, values in sorted(measure(warm, args.repeat).items()):
+    for kind, values in sorted(measure(warm, args.repeat, args.suite).items()):
         values.sort()
         p95 = values[min(len(values) - 1, int(0.95 * len(values)))]
         print(f"{kind:28s} {len(values):6d} {statistics.mean(values):8.1f} {statistics.median(values):8.1f} {p95:8.1f}")

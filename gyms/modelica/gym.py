@@ -9,7 +9,7 @@ from pathlib import Path
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.modelica import mutations
 from gyms.modelica.backend import BACKENDS, BackendConfig, tool_checks
-from gyms.modelica.catalog import SPLITS, TaskSpec, load_catalog
+from gyms.modelica.catalog import SPLITS, SUITES, TaskSpec, suite_catalog
 from gyms.modelica.episode import ModelicaEpisode
 from gyms.modelica.library import LIBRARY_ROOT, library_names
 from gyms.options import Options
@@ -17,6 +17,10 @@ from gyms.options import Options
 # A step simulates at most three models: the reference, the answer, the reference with the
 # answer's tuned parameters. Each has its own call timeout.
 _CALLS_PER_STEP = 3
+# The simulation budget per suite when `sim_timeout_s` is not given. Heavy references take
+# 0.3-2 s on an idle core and several times that on a loaded machine: 20 s leaves room for
+# both, and a model that never finishes still ends within 3 x (20 + 5) s.
+DEFAULT_SIM_TIMEOUT_S = {"core": 3.0, "heavy": 20.0}
 
 
 _OPTIONS = Options("modelica")
@@ -29,8 +33,12 @@ class ModelicaGym(Gym):
       (needs `omc` on PATH or OPENMODELICAHOME).
     - `library_root`: extra library directories (os.pathsep-separated), e.g. the MSL's; the
       sandbox binds them read-only, wherever they live.
-    - `max_turns` (default 3), `sim_timeout_s` (the simulation's own budget, default 3),
-      `warm` (rumoca: one long-lived runner per worker, default true).
+    - `suite`: "core" (default: the tasks in gyms/modelica/tasks/, 5-50 ms per check) or
+      "heavy" (gyms/modelica/tasks/heavy/: discretised rods, plates and lines, oscillator
+      arrays, stiff kinetics and banks of switching components, 50-400 states or many events,
+      ids `heavy/<name>`; a check costs real simulation work, ~0.5-2 s).
+    - `max_turns` (default 3), `sim_timeout_s` (the simulation's own budget; default 3 for
+      core, 20 for heavy), `warm` (rumoca: one long-lived runner per worker, default true).
     """
 
     name = "modelica"
@@ -41,9 +49,13 @@ class ModelicaGym(Gym):
         backend: str = "rumoca",
         library_root: str | None = None,
         max_turns: int | str = 3,
-        sim_timeout_s: float | str = 3.0,
+        sim_timeout_s: float | str | None = None,
         warm: bool | str = True,
+        suite: str = "core",
     ) -> None:
+        self.suite = _OPTIONS.choice("suite", suite, tuple(SUITES))
+        if sim_timeout_s in (None, ""):
+            sim_timeout_s = DEFAULT_SIM_TIMEOUT_S[self.suite]
         self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
         self.config = BackendConfig(
             kind=_OPTIONS.choice("backend", backend, BACKENDS),
@@ -52,7 +64,7 @@ class ModelicaGym(Gym):
             warm=_OPTIONS.flag("warm", warm),
         )
         self.step_timeout_s = _CALLS_PER_STEP * self.config.call_timeout_s
-        self._specs = {spec.id: spec for spec in load_catalog()}
+        self._specs = {spec.id: spec for spec in suite_catalog(self.suite)}
 
     def tasks(self, split: str = "train") -> list[Task]:
         if split not in SPLITS:
@@ -73,7 +85,9 @@ class ModelicaGym(Gym):
 
     def describe(self) -> dict[str, str]:
         described = super().describe()
-        described.update(backend=self.config.kind, library_roots=os.pathsep.join(self.config.roots))
+        described.update(
+            backend=self.config.kind, library_roots=os.pathsep.join(self.config.roots), suite=self.suite
+        )
         return described
 
 
