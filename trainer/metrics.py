@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict
 
+from trainer import attribution
 from trainer.pipeline import RunResult
 from trainer.timeline import Span
 
@@ -96,6 +97,8 @@ def summarize(result: RunResult) -> dict:
     accelerator_wait = tl.select("trainer", "accelerator_wait")
     rate_ratio = max(gen_per_step, gym_per_step) / max(train_per_step, 1e-9)
     autocorr = lag1_autocorrelation(step_times)
+    per_step = attribution.split_waits(tl.spans, [s.step for s in steps], result.config.staleness)
+    measured_split = per_step[1:] if per_step is not None and len(per_step) > 1 else per_step
     return {
         "mode": result.config.mode,
         "config": asdict(result.config),
@@ -106,6 +109,10 @@ def summarize(result: RunResult) -> dict:
         "step_time_mean": statistics.fmean(step_times),
         "step_time_std": statistics.pstdev(step_times),
         "train_wait_mean": statistics.fmean(s.train_wait for s in measured),
+        # what the trainer waited on (trainer/attribution.py); None for a simulated run's timeline
+        "wait_split": attribution.mean_split(measured_split) if measured_split is not None else None,
+        "wait_split_per_step": per_step,
+        "gym_wait_share": attribution.gym_share(measured_split) if measured_split is not None else None,
         "actor_train_mean": statistics.fmean(s.actor_train for s in measured),
         "update_weights_mean": statistics.fmean(s.update_weights for s in measured),
         "accelerator_wait_mean": busy_in(accelerator_wait, start, end) / n,

@@ -2,6 +2,11 @@
 
 A worker pins the newest policy version when it starts a group and uses it for every turn
 of every episode in the group; it releases the version when the group is done.
+
+Besides `generate` and `gym_step`, a worker records the spans the wait attribution follows
+(trainer/attribution.py): `gym_queue` on resource "gym-queue" (an answer from its submit to the
+pool until a worker starts it) and `group` on resource "groups" (from admission to the put into
+the ready buffer, for groups with trainable samples: the trainer never waits for any other).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class Rollout:
         try:
             while True:
                 self.buffer.admit()
+                started = self.timeline.now()
                 group_id, task = self.tasks.next()
                 version = self.policy.acquire()
                 try:
@@ -67,6 +73,8 @@ class Rollout:
                     return
                 finally:
                     self.policy.release(version)
+                if group.trajectories:  # before the put, so that it never follows the trainer's wake-up
+                    self.timeline.add("groups", "group", started, self.timeline.now(), version, group=group_id)
                 self.buffer.put(group)
                 self.depth_series.append((self.timeline.now(), self.buffer.depth()))
         except Stopped:
@@ -80,8 +88,9 @@ class Rollout:
         episodes: list[Episode] = [self.gym.open(task) for _ in trajs]
         todo = list(range(self.group_size))
         while todo:
-            requests = [Request(task, prompts[i], len(trajs[i].turns) + 1, group_id, i) for i in todo]
-            gens = self._generate(requests, version)
+            turn = len(trajs[todo[0]].turns) + 1  # every sample still going is at the same turn
+            requests = [Request(task, prompts[i], turn, group_id, i) for i in todo]
+            gens = self._generate(requests, version, group_id, turn)
             pending = {}
             for i, gen in zip(todo, gens):
                 trajs[i].turns.append(Turn(prompts[i], gen, version))
@@ -89,20 +98,21 @@ class Rollout:
             todo = []
             for call, i in self._completed(pending):
                 episodes[i] = call.episode
-                turn = trajs[i].turns[-1]
-                turn.observation, turn.reward, turn.outcome = (
+                done = trajs[i].turns[-1]
+                done.observation, done.reward, done.outcome = (
                     call.result.observation,
                     call.result.reward,
                     call.result.outcome,
                 )
-                self.timeline.add(
-                    f"gym-{call.worker}", "gym_step", self.timeline.at(call.started_at),
-                    self.timeline.at(call.finished_at), version,
-                )  # fmt: skip
+                at = self.timeline.at
+                where = {"group": group_id, "sample": i, "turn": turn}
+                self.timeline.add("gym-queue", "gym_queue", at(call.submitted_at), at(call.started_at), version, **where)
+                self.timeline.add(f"gym-{call.worker}", "gym_step", at(call.started_at), at(call.finished_at), version,
+                                  **where)  # fmt: skip
                 if call.result.done:
                     call.episode.close()
                 else:
-                    prompts[i] = next_prompt(prompts[i], turn.generation.text, turn.observation)
+                    prompts[i] = next_prompt(prompts[i], done.generation.text, done.observation)
                     todo.append(i)
         trainable = [t for t in trajs if t.outcome is not Outcome.ERROR]
         errors = [t.turns[-1].observation for t in trajs if t.outcome is Outcome.ERROR]
@@ -112,14 +122,14 @@ class Rollout:
             group_id, task.id, version, trainable, advantages, errored=len(errors), error=errors[0] if errors else ""
         )
 
-    def _generate(self, requests: list[Request], version: int) -> list:
+    def _generate(self, requests: list[Request], version: int, group: int, turn: int) -> list:
         with self.engine_lock:
             if self.buffer.stopping:
                 raise Stopped
             with self.policy.accelerator():  # colocated: wait for training to give it up
                 if self.buffer.stopping:
                     raise Stopped
-                with self.timeline.span("rollout", "generate", version):
+                with self.timeline.span("rollout", "generate", version, group=group, turn=turn):
                     return self.policy.generate(requests, version)
 
     def _completed(self, pending: dict[cf.Future[StepCall], int]):

@@ -1,4 +1,12 @@
-"""Spans on one monotonic clock: every metric of a run is computed from these."""
+"""Spans on one monotonic clock: every metric of a run is computed from these.
+
+Rollout spans also name what they belong to (`group`, `sample`, `turn`; None where a field does
+not apply), which the wait attribution (trainer/attribution.py) follows: `generate` names its
+group and turn, `gym_queue` (an answer waiting for a free gym worker, from submit to start) and
+`gym_step` name group, sample and turn, and `group` runs from a group's start to its put into
+the ready buffer. timeline.jsonl leaves out the fields that are None, so spans without them
+read as before, and files written before these fields existed read the same way.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ class Span:
     start: float  # seconds since the run's origin
     end: float
     step: int  # the trainer step (policy version) the span belongs to
+    group: int | None = None  # the rollout group (its id in the run)
+    sample: int | None = None  # the sample within the group
+    turn: int | None = None  # the episode turn, from 1
 
     @property
     def duration(self) -> float:
@@ -37,17 +48,22 @@ class Timeline:
         """A time.monotonic() reading on this timeline's scale."""
         return monotonic - self.origin
 
-    def add(self, resource: str, kind: str, start: float, end: float, step: int) -> None:
+    def add(
+        self, resource: str, kind: str, start: float, end: float, step: int,
+        *, group: int | None = None, sample: int | None = None, turn: int | None = None,
+    ) -> None:  # fmt: skip
         with self._lock:
-            self.spans.append(Span(resource, kind, start, end, step))
+            self.spans.append(Span(resource, kind, start, end, step, group, sample, turn))
 
     @contextmanager
-    def span(self, resource: str, kind: str, step: int) -> Iterator[None]:
+    def span(
+        self, resource: str, kind: str, step: int, *, group: int | None = None, turn: int | None = None
+    ) -> Iterator[None]:
         start = self.now()
         try:
             yield
         finally:
-            self.add(resource, kind, start, self.now(), step)
+            self.add(resource, kind, start, self.now(), step, group=group, turn=turn)
 
     def select(self, resource: str | None = None, kind: str | None = None) -> list[Span]:
         with self._lock:
@@ -58,4 +74,5 @@ class Timeline:
     def write_jsonl(self, path: Path, mode: str) -> None:
         with path.open("a") as f:
             for s in sorted(self.spans, key=lambda s: s.start):
-                f.write(json.dumps({"mode": mode, **asdict(s)}) + "\n")
+                fields = {k: v for k, v in asdict(s).items() if v is not None}
+                f.write(json.dumps({"mode": mode, **fields}) + "\n")
