@@ -29,6 +29,16 @@ KIND_COLOURS = {
     "update_weights": "#e377c2",
 }
 EMULATED_KINDS = ("generate", "actor_train", "update_weights")  # what the replay policy only waits for
+# Spans kept for the wait attribution only (trainer/attribution.py): they overlap each other, so the
+# timeline leaves them out.
+UNDRAWN_KINDS = ("group", "gym_queue")
+WAIT_COLOURS = {  # the parts of the trainer's wait, in PARTS order, coloured as the stages they wait on
+    "generation": "#2ca02c",
+    "gym_queue": "#ffbb78",
+    "gym_service": "#ff7f0e",
+    "weight_sync": "#e377c2",
+    "other": "#c7c7c7",
+}
 DPI = 110
 STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
          "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "legend.frameon": False}  # fmt: skip
@@ -87,10 +97,14 @@ def _resources(spans: list[Span]) -> list[str]:
     return fixed + sorted(names - set(fixed), key=natural)
 
 
+def _drawn(spans: list[Span]) -> list[Span]:
+    return [s for s in spans if s.kind not in UNDRAWN_KINDS]
+
+
 def timeline(run: Run) -> Figure:
     modes = run.modes
-    resources = _resources([s for m in modes for s in run.spans[m]])
-    horizon = max(s.end for m in modes for s in run.spans[m])
+    resources = _resources([s for m in modes for s in _drawn(run.spans[m])])
+    horizon = max(s.end for m in modes for s in _drawn(run.spans[m]))
     height = min(2.0 + 0.32 * len(resources), 9.0)
     fig = Figure(figsize=(11, 0.4 + height * len(modes)), layout="constrained")
     axes = fig.subplots(len(modes), 1, sharex=True, squeeze=False)[:, 0]
@@ -109,7 +123,7 @@ def timeline(run: Run) -> Figure:
 
 
 def _timeline_panel(ax: Axes, run: Run, mode: str, resources: list[str], label_every: int) -> None:
-    spans = run.spans[mode]
+    spans = _drawn(run.spans[mode])
     row = {r: i for i, r in enumerate(resources)}
     steps = run.steps[mode]
     if len(steps) > 1:
@@ -160,6 +174,40 @@ def train_wait(run: Run) -> Figure:
     _warmup_band(ax)
     ax.set(xlabel="optimizer step (0 = warm-up, not in the means)", ylabel="trainer wait for a batch (s)")
     ax.legend()
+    return fig
+
+
+def wait_split(run: Run) -> Figure:
+    modes = run.modes
+    fig = Figure(figsize=(7, 0.6 + 2.6 * len(modes)), layout="constrained")
+    axes = fig.subplots(len(modes), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, mode in zip(axes, modes):
+        figures = run.summary["modes"][mode]
+        per_step = figures.get("wait_split_per_step")
+        if not per_step:  # recorded before wait attribution, or a timeline without the spans it needs
+            ax.text(0.5, 0.5, "no wait split recorded for this mode", ha="center", va="center",
+                    transform=ax.transAxes, color="#555555")  # fmt: skip
+            ax.set_title(mode, loc="left")
+            continue
+        xs = [row["step"] for row in per_step]
+        bottom = [0.0] * len(per_step)
+        for part, colour in WAIT_COLOURS.items():
+            heights = [float(row.get(part, 0.0)) for row in per_step]
+            ax.bar(xs, heights, 0.7, bottom=bottom, color=colour, label=part)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        top = 1.15 * max(bottom[1:], default=0.0)
+        if top > 0 and bottom[0] > top:  # a slow warm-up (workers starting) would flatten the measured bars
+            ax.set_ylim(0, top)
+            ax.text(xs[0], 0.97 * top, f"warm-up {bottom[0]:.2f} s, cut", ha="center", va="top", fontsize=8)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        share = figures.get("gym_wait_share")
+        words = "gym share of the wait: -" if share is None else f"gym share of the wait {share:.0%}"
+        ax.set_title(f"{mode}: train_wait {figures['train_wait_mean']:.2f} s per step, {words}", loc="left")
+        ax.set_ylabel("trainer wait (s)")
+        _warmup_band(ax)
+    axes[-1].set_xlabel("optimizer step (0 = warm-up, not in the means)")
+    handles = [Patch(facecolor=c, label=p.replace("_", " ")) for p, c in WAIT_COLOURS.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles))
     return fig
 
 
@@ -263,6 +311,11 @@ FIGURES = (
                step_time),
     FigureSpec("train_wait", "Trainer wait per step", "Seconds the trainer was blocked on the ready buffer "
                "before each step; their sum over the step times is the trainer idle ratio.", train_wait),
+    FigureSpec("wait_split", "What the trainer waited on", "Each step's train_wait split along the critical "
+               "path of the group that completed its batch: generation (that group's, or the one engine busy "
+               "with other groups while it waits), its slowest answer's wait for a free gym worker (gym queue) "
+               "and the check on it (gym service), weight sync, and other (admission, bookkeeping). The parts "
+               "add up to the step's train_wait.", wait_split),
     FigureSpec("buffer_depth", "Ready-buffer depth", "Complete groups waiting for the trainer, sampled when "
                "a group arrives and when the trainer takes a batch. In sync the buffer is empty while the "
                "trainer trains; in async it fills with the next batch meanwhile.", buffer_depth),

@@ -17,6 +17,7 @@ from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
 from harness.outputs import naming, write_bytes, write_text
 from harness.rundir import Run, load_run, service_stats, service_times
+from trainer.attribution import PARTS
 from trainer.policies.replay import PLACEMENTS
 
 REPORT = "report.html"
@@ -111,7 +112,30 @@ def _metrics_table(run: Run) -> str:
     for label, key, fmt in METRICS:
         values = [run.summary["modes"][m].get(key) for m in modes]
         rows.append([cell(label), *(cell("-" if v is None else fmt(v), numeric=True) for v in values)])
+        if key == "train_wait_mean":
+            rows += _wait_split_rows(run)
     return table(["metric", *modes], rows)
+
+
+def _wait_split_rows(run: Run) -> list[list[Cell]]:
+    """train_wait's parts (trainer/attribution.py), seconds per step and share of the wait; `-`
+    for a run recorded before the split existed."""
+    figures = [run.summary["modes"][m] for m in run.modes]
+    rows = []
+    for part in PARTS:
+        values = []
+        for f in figures:
+            split, total = f.get("wait_split"), f.get("train_wait_mean") or 0.0
+            if not split:
+                values.append("-")
+                continue
+            share = f" ({split[part] / total:.0%})" if total > 0 else ""
+            values.append(f"{seconds(split[part])}{share}")
+        rows.append([cell(f"train_wait: {part}"), *(cell(v, numeric=True) for v in values)])
+    shares = [f.get("gym_wait_share") for f in figures]
+    rows.append([cell("gym share of train_wait"), *(cell("-" if v is None else f"{v:.1%}", numeric=True)
+                                                       for v in shares)])  # fmt: skip
+    return rows
 
 
 def _service_table(run: Run) -> str:

@@ -22,6 +22,8 @@ import pytest
 from conftest import harness
 from test_report import make_run
 
+from harness.figures import FIGURES
+
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -216,7 +218,7 @@ def test_leaderboard_and_report_render_and_sort(results: Path, tab: Tab, tmp_pat
     tab.browser.wait_for("Page.loadEventFired", tab.session)
     assert tab.js("location.pathname").endswith(f"{real.name}/report.html")
     images = tab.js("[...document.images].map(i => [i.complete, i.naturalWidth, i.naturalHeight])")
-    assert len(images) == 7 and all(done and w > 300 and h > 100 for done, w, h in images), images
+    assert len(images) == len(FIGURES) and all(done and w > 300 and h > 100 for done, w, h in images), images
     assert tab.js("document.querySelectorAll('table').length") >= 4
     assert "emulated (profile h100-qwen3-4b)" in tab.js("document.body.innerText")
     shot = tab.screenshot(tmp_path / "report.png")
