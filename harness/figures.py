@@ -187,6 +187,7 @@ def wait_split(run: Run) -> Figure:
         if not per_step:  # recorded before wait attribution, or a timeline without the spans it needs
             ax.text(0.5, 0.5, "no wait split recorded for this mode", ha="center", va="center",
                     transform=ax.transAxes, color="#555555")  # fmt: skip
+            ax.set_axis_off()
             ax.set_title(mode, loc="left")
             continue
         xs = [row["step"] for row in per_step]
