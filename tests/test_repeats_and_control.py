@@ -94,6 +94,7 @@ def test_control_sees_the_same_answers_with_an_instant_gym(repeated):
         assert c["modes"]["sync"]["reward_mean"] == r["modes"]["sync"]["reward_mean"]
         assert c["modes"]["sync"]["pass_rate"] == r["modes"]["sync"]["pass_rate"]
     assert "speedup" in ctrl["comparison"] and ctrl["intervals"]["speedup"]["n"] == 2
+    assert summary["intervals"]["gym_wait_share_sync"]["n"] == 2
 
 
 def test_run_record_names_no_path_of_the_machine(repeated):
@@ -132,6 +133,7 @@ def test_leaderboard_shows_the_interval_the_control_and_the_placement(repeated, 
     assert (row.speedup_low, row.speedup_high) == (summary["intervals"]["speedup"]["low"],
                                                    summary["intervals"]["speedup"]["high"])  # fmt: skip
     assert row.control_speedup == summary["control"]["comparison"]["speedup"]
+    assert row.gym_share_sync == summary["modes"]["sync"]["gym_wait_share"] is not None
     assert row.policy == "replay / zero, colocated"
     header = (tmp_path / CSV).read_text().splitlines()[0].split(",")
     assert {"speedup_low", "speedup_high", "control_speedup", "gym_share_sync", "repeats"} <= set(header)
