@@ -190,6 +190,8 @@ def suite_catalog(suite: str) -> tuple[TaskSpec, ...]:
     if suite not in SUITES:
         raise ValueError(f"modelica gym option suite={suite!r}: use one of {', '.join(SUITES)}")
     specs = load_catalog(SUITES[suite])
+    if not specs:  # e.g. a wheel built without tasks/heavy/*.toml in its package data
+        raise TaskFileError(SUITES[suite], f"the {suite} suite has no task files (*.toml) here")
     if suite != "core":
         stray = [s.id for s in specs if not s.id.startswith(f"{suite}/")]
         if stray:
