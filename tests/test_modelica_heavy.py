@@ -18,6 +18,7 @@ from gyms.modelica import ModelicaGym
 from gyms.modelica.backend import SimRequest, backend_for
 from gyms.modelica.catalog import HEAVY_DIR, SUITES, TASK_DIR, TIMEOUT_LABELS, load_catalog, suite_catalog
 from gyms.modelica.compare import event_times, grid
+from gyms.modelica.library import LIBRARY_ROOT
 from gyms.sandbox import Sandbox
 
 # What makes a task heavy: this many continuous states, or this many events in the reference run.
@@ -93,13 +94,15 @@ def test_every_heavy_task_uses_arrays_and_has_realistic_wrong_variants() -> None
     assert any("event" in label for label in labels) and any("sign" in label for label in labels)
 
 
-def test_the_heavy_task_files_are_hidden_from_the_sandbox(tmp_path) -> None:
+def test_the_heavy_task_files_are_hidden_from_the_sandbox() -> None:
     sandbox = Sandbox()
     if sandbox.backend != "bwrap":
         pytest.skip("only the bwrap sandbox hides paths")
     with sandbox.workdir() as workdir:
         listed = sandbox.run(["sh", "-c", f"ls -A {HEAVY_DIR}; cat {HEAVY_DIR}/*.toml"], workdir)
+        control = sandbox.run(["ls", "-A", str(LIBRARY_ROOT)], workdir)  # a path that is not hidden
     assert "model " not in listed.stdout and ".toml" not in listed.stdout
+    assert "HeavyLib" in control.stdout  # the same command does read what is not hidden
 
 
 @pytest.mark.slow
