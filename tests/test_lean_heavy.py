@@ -12,6 +12,7 @@ from conftest import harness
 from test_lean_wasm import wasm_lean  # noqa: F401  (the fixture: installs the wasm Lean if missing)
 
 from gyms.lean import LeanGym
+from gyms.lean.acceptance import screen
 from gyms.lean.tasks import HEAVY_FILE, core_tasks, suite_tasks
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lean"
@@ -34,6 +35,22 @@ def test_the_heavy_file_parses_into_tasks_with_references_and_wrong_proofs() -> 
     assert all(t.id.startswith("heavy/") for t in gym.tasks())
     assert gym.describe()["suite"] == "heavy"
     assert LeanGym().tasks()[0].id.startswith("core/")  # the default suite is still core
+
+
+def test_wrong_proofs_reach_lean_and_most_tasks_have_one_that_does_work() -> None:
+    """The replay mix puts half its weight on fail candidates: the heavy suite's wrong proofs
+    must get past the text screen (so Lean elaborates them, unlike the gym's cheats), and most
+    train tasks offer one that first proves a neighbouring case (`have ... := (by decide ...)` or
+    `(by omega)`) before it fails, so a failed check costs real work too. (The first two tasks,
+    which the slow test below checks, keep their cheaper wrong proofs to keep that test short.)"""
+    tasks = suite_tasks("heavy")
+    for task in tasks:
+        for wrong in task.wrong:
+            assert screen(wrong) == [], (task.name, wrong)
+            assert wrong.strip() != task.reference.strip(), task.name
+    train = [t for t in tasks if t.split == "train"]
+    working = [t for t in train if any(w.startswith("by have ") and "(by " in w for w in t.wrong)]
+    assert len(working) >= len(train) - 3, sorted({t.name for t in train} - {t.name for t in working})
 
 
 def test_an_unknown_suite_is_a_clear_error() -> None:
