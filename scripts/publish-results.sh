@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The published runs of results/: every row of the leaderboard, measured one after another on
+# a clean checkout (harness leaderboard leaves dirty-tree runs out), then the leaderboard.
+#
+#   scripts/publish-results.sh            # every row (about an hour on a 2-core machine)
+#   scripts/publish-results.sh heavy      # the heavy suites only
+#   scripts/publish-results.sh light      # the light (core) suites only
+#
+# Each run is `harness benchmark` on its defaults (10 steps, 4 x 4, colocated h100-qwen3-4b
+# stages, one gym worker per core) with two ABBA repeats and the instant-gym control. Nothing
+# else should run on the machine meanwhile: the gym work is real and shares the cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ -n "$(git status --porcelain)" ]]; then
+    echo "error: the tree has uncommitted changes; published runs come from a clean tree (commit or stash first)" >&2
+    exit 2
+fi
+harness=.venv/bin/harness
+which=${1:-all}
+run() {
+    echo "== $* ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+    "$harness" benchmark --repeats 2 --control "$@"
+}
+if [[ $which == all || $which == heavy ]]; then
+    run --gym verilog -o suite=heavy
+    run --gym verilog -o suite=heavy -o simulator=verilator
+    run --gym lean -o suite=heavy
+    run --gym modelica -o suite=heavy
+fi
+if [[ $which == all || $which == light ]]; then
+    run --gym verilog
+    run --gym lean
+    run --gym modelica
+    run --gym math
+fi
+"$harness" leaderboard
