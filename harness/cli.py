@@ -149,6 +149,7 @@ def _benchmark_table(summary: dict) -> Table:
     row("avg update_weights (s)", "update_weights_mean", ".2f")
     if summary.get("placement") == "colocated":
         row("avg accelerator_wait (s)", "accelerator_wait_mean", ".2f")  # training behind a generate call
+        row("accelerator idle ratio", "accelerator_idle_ratio", ".1%", "lower")  # neither generating nor training
     row("rollout idle ratio", "rollout_idle_ratio", ".1%")
     row("gym pool utilisation", "gym_utilisation", ".1%")
     row("samples / s", "samples_per_s", ".2f", "higher")

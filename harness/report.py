@@ -33,6 +33,7 @@ METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("avg update_weights", "update_weights_mean", lambda x: f"{x:.2f} s"),
     ("ideal step time", "ideal_step_time", lambda x: f"{x:.2f} s"),
     ("rollout idle ratio", "rollout_idle_ratio", lambda x: f"{x:.1%}"),
+    ("accelerator idle ratio (colocated)", "accelerator_idle_ratio", lambda x: f"{x:.1%}"),
     ("gym pool utilisation", "gym_utilisation", lambda x: f"{x:.1%}"),
     ("samples / s", "samples_per_s", lambda x: f"{x:.2f}"),
     ("reward mean", "reward_mean", lambda x: f"{x:.3f}"),

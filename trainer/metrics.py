@@ -76,6 +76,17 @@ def oscillation_verdict(mode: str, rate_ratio: float, autocorr: float | None) ->
     return "training-bound: rollout keeps ahead of training; no oscillation expected"
 
 
+def accelerator_idle(result: RunResult, generate: Sequence[Span], start: float, end: float) -> float | None:
+    """Colocated placement only: the share of [start, end] in which the one accelerator pool did
+    nothing, neither generating nor training (its spans never overlap there). The trainer idle
+    ratio counts the pool's generation time as idle too; this does not. None otherwise: separate
+    rollout and training accelerators have an idle ratio each (rollout and trainer idle)."""
+    if result.placement != "colocated":
+        return None
+    trained = [s for s in result.timeline.spans if s.resource == "trainer" and s.kind in ("actor_train", "update_weights")]
+    return 1 - (busy_in(generate, start, end) + busy_in(trained, start, end)) / max(end - start, 1e-9)
+
+
 def summarize(result: RunResult) -> dict:
     steps = result.steps
     measured = steps[1:] if len(steps) > 1 else steps
@@ -119,6 +130,7 @@ def summarize(result: RunResult) -> dict:
         "train_time_mean": train_per_step,
         "trainer_idle_ratio": sum(s.train_wait for s in measured) / max(sum(step_times), 1e-9),
         "rollout_idle_ratio": 1 - busy_in(generate, start, end) / window,
+        "accelerator_idle_ratio": accelerator_idle(result, generate, start, end),
         "gym_utilisation": gym_busy / (result.pool_workers * window),
         "gym_utilisation_by_node": node_utilisation(result, gym_spans, start, end),
         "samples_per_s": sum(s.trajectories for s in measured) / window,
