@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -20,7 +20,7 @@ from gyms.verilog.precheck import PortSpec
 from gyms.verilog.recorded import MAX_SHOWN, OUTPUTS, NoVerdict, Score
 from gyms.verilog.simulators import Build, Job
 from gyms.verilog.spec import MODULE, DesignTask
-from gyms.verilog.tasks import builtin_tasks
+from gyms.verilog.tasks import design_task
 from gyms.verilog.vectors import Vectors, make_vectors
 
 DESIGN = "design.sv"
@@ -73,10 +73,10 @@ class BuiltinBench:
     def vectors(self) -> Vectors:
         opts = self.options
         per_sequence = opts.vectors if opts.vectors is not None else self.task.vectors
-        return make_vectors(self.task, opts.seed, per_sequence, opts.sequences)
+        return _vectors(self.task, opts.seed, per_sequence, opts.sequences)
 
     def prepare(self, job: Job) -> Build:
-        job.write(testbench.STIMULUS, testbench.stimulus_file(self.task, self.vectors))
+        job.write(testbench.STIMULUS, _stimulus_file(self.task, self.vectors))
         job.write("tb.sv", testbench.render(self.task, len(self.vectors), self.options.waves))
         return Build(["tb.sv", DESIGN], testbench.TB_TOP, self.options.waves, strict_x=True)
 
@@ -85,6 +85,28 @@ class BuiltinBench:
         if isinstance(data, NoVerdict):
             return data
         return testbench.score(self.task, self.vectors, data)
+
+
+# The host's work per step is the golden model's run and the stimulus file: a pure function of
+# (task, seed, vectors, sequences), so each is computed once per process and reused by every
+# step of every episode (a heavy task's 10^5+ cycles take seconds of Python). A few entries
+# only: a heavy task's vectors take tens of MB.
+@lru_cache(maxsize=8)
+def _vectors(task: DesignTask, seed: int, per_sequence: int, sequences: int) -> Vectors:
+    return make_vectors(task, seed, per_sequence, sequences)
+
+
+_stimulus_texts: dict[int, tuple[Vectors, str]] = {}
+
+
+def _stimulus_file(task: DesignTask, vectors: Vectors) -> str:
+    key = id(vectors)
+    found = _stimulus_texts.get(key)
+    if found is None or found[0] is not vectors:  # an id reused by new vectors is a miss
+        if len(_stimulus_texts) >= 8:
+            _stimulus_texts.pop(next(iter(_stimulus_texts)))
+        found = _stimulus_texts[key] = (vectors, testbench.stimulus_file(task, vectors))
+    return found[1]
 
 
 _MODULE_NAME = re.compile(r"^\s*module\s+([A-Za-z_][A-Za-z0-9_$]*)", re.MULTILINE)
@@ -201,7 +223,7 @@ def make_bench(task: Task, options: BenchOptions) -> Bench:
     ports = task.metadata.get("ports")
     expected = tuple(PortSpec(*p) for p in ports) if ports else None
     if kind == "builtin":
-        return BuiltinBench(builtin_tasks()[task.id], options)
+        return BuiltinBench(design_task(task.id), options)
     if kind in ("verilog-eval", "rtllm"):
         # The dataset's references and the recorded traces stay on the host: the bench copies
         # in what a run needs, and no sandbox sees the rest.

@@ -21,9 +21,10 @@ from gyms.verilog.episode import Settings, VerilogEpisode
 from gyms.verilog.mutate import Mutant, mutants, never_finishing, without_first_semicolon
 from gyms.verilog.precheck import PortSpec
 from gyms.verilog.spec import MODULE, DesignTask
-from gyms.verilog.tasks import builtin_tasks
+from gyms.verilog.tasks import design_task, suite_of
 
-VETTED = Path(__file__).with_name("vetted_mutants.json")
+VETTED = Path(__file__).with_name("vetted_mutants.json")  # the core suite's
+VETTED_FILES = {"core": VETTED, "heavy": Path(__file__).with_name("vetted_mutants_heavy.json")}
 MUTANTS_PER_TASK = 3
 
 
@@ -33,8 +34,8 @@ def answer(code: str) -> str:
 
 
 @cache
-def vetted() -> dict[str, Any]:
-    return json.loads(VETTED.read_text())
+def vetted(suite: str = "core") -> dict[str, Any]:
+    return json.loads(VETTED_FILES[suite].read_text())
 
 
 def task_mutants(design: DesignTask) -> list[Mutant]:
@@ -44,12 +45,12 @@ def task_mutants(design: DesignTask) -> list[Mutant]:
 def vetted_mutants(design: DesignTask) -> list[Mutant]:
     """The task's vetted mutants that still match the reference they were vetted on."""
     current = {m.label: m for m in task_mutants(design)}
-    entries = vetted()["tasks"].get(design.id, [])
+    entries = vetted(suite_of(design.id))["tasks"].get(design.id, [])
     return [current[e["label"]] for e in entries if e["label"] in current and current[e["label"]].digest == e["digest"]]
 
 
 def builtin_candidates(task: Task, rng: random.Random, settings: Settings) -> list[Candidate]:
-    design = builtin_tasks()[task.id]
+    design = design_task(task.id)
     ports = [PortSpec(p.name, p.direction, p.width) for p in design.ports]
     pool = vetted_mutants(design)
     chosen = rng.sample(pool, min(MUTANTS_PER_TASK, len(pool)))
@@ -82,7 +83,7 @@ def loader_candidates(task: Task) -> list[Candidate]:
 
 def _vetted_setting(design: DesignTask, settings: Settings) -> bool:
     bench = settings.bench
-    return bench.seed in vetted()["seeds"] and (bench.vectors is None or bench.vectors >= design.vectors)
+    return bench.seed in vetted(suite_of(design.id))["seeds"] and (bench.vectors is None or bench.vectors >= design.vectors)
 
 
 _checked: dict[tuple[str, str, Settings], bool] = {}

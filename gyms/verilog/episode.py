@@ -45,6 +45,8 @@ class Settings:
     sim_timeout_s: float
     keep_artifacts: bool
     ccache_dir: str | None  # None: the default directory; "off": no cache
+    # (task id, simulation timeout) where a task has its own (the heavy suite); else sim_timeout_s
+    sim_timeouts: tuple[tuple[str, float], ...] = ()
 
 
 _sandboxes: dict[int, Sandbox] = {}
@@ -192,11 +194,16 @@ class VerilogEpisode(Episode):
         return Limits(wall_s=s.compile_timeout_s, cpu_s=math.ceil(s.compile_timeout_s), memory_mb=4096,
                       processes=128)  # fmt: skip
 
+    def _sim_timeout_s(self) -> float:
+        s = self.settings
+        return dict(s.sim_timeouts).get(self.task.id, s.sim_timeout_s)
+
     def _sim_limits(self) -> Limits:
         s = self.settings
+        timeout = self._sim_timeout_s()
         return Limits(
-            wall_s=s.sim_timeout_s,
-            cpu_s=math.ceil(s.sim_timeout_s) + 1,
+            wall_s=timeout,
+            cpu_s=math.ceil(timeout) + 1,
             memory_mb=None if s.testbench == "cocotb" else 2048,  # an embedded Python maps a lot
             file_mb=512 if s.bench.waves else 64,
         )
@@ -233,7 +240,7 @@ class VerilogEpisode(Episode):
         if ran.killed in ("timeout", "cpu-limit"):
             info["timed_out"] = True
             return _fail(
-                f"The simulation did not finish within {s.sim_timeout_s:g} s. Look for a loop that never ends "
+                f"The simulation did not finish within {self._sim_timeout_s():g} s. Look for a loop that never ends "
                 "(a while/for loop whose condition never changes) or a combinational loop (a signal that "
                 "depends on itself through always @* blocks or assigns)." + retry,
                 info,

@@ -2,16 +2,22 @@
 
 Options (strings from the command line are accepted), all optional:
   source           builtin (default), verilog-eval:/path/to/dataset or rtllm:/path/to/RTLLM
+  suite            which built-in tasks (source=builtin): core (default: 39 small designs, checks
+                   of milliseconds) or heavy (gyms/verilog/tasks/heavy_*.py: designs of realistic
+                   size, a pipelined RV32I core, UART, SHA-256, cache, ..., each checked over
+                   >= 10^5 cycles: seconds of simulation per check)
   simulator        icarus (default) or verilator
   testbench        sv (default) or cocotb (built-in tasks only)
-  vectors          vectors (clock cycles) per sequence; default: each task's own (64-600)
+  vectors          vectors (clock cycles) per sequence; default: each task's own (core 64-600,
+                   heavy >= 100 000)
   sequences        how many sequences, each starting with a reset (default 1)
   seed             seed of the generated vectors (default 0)
   tasks            comma-separated globs over task ids or names (e.g. fsm/*,adder8)
   max_turns        turns per episode (default 3)
   waves            true: also write a VCD waveform per turn (default false)
   keep_artifacts   true: keep work directories after close() (default false)
-  compile_timeout_s, sim_timeout_s   per-step limits (defaults depend on the simulator)
+  compile_timeout_s, sim_timeout_s   per-step limits (defaults depend on the simulator; heavy
+                   tasks get a simulation timeout each, from their measured cost per cycle)
   ccache_dir       Verilator's compiler cache (default /var/tmp/heavygym-ccache; off to disable)
 """
 
@@ -30,7 +36,7 @@ from gyms.verilog.loaders import load_source
 from gyms.verilog.simulators import SIMULATORS
 from gyms.verilog.spec import MODULE
 from gyms.verilog import toolchain
-from gyms.verilog.tasks import builtin_tasks
+from gyms.verilog.tasks import SUITES, suite_tasks
 from gyms.verilog.toolchain import package_version, tool_checks
 
 SPLITS = ("train",)
@@ -41,6 +47,16 @@ COMPILE_TIMEOUT_S = {"icarus": 10.0, "verilator": 30.0}
 SIM_BASE_S = {"sv": 2.0, "cocotb": 5.0}  # cocotb: start-up of the embedded Python (~0.2 s idle)
 SIM_PER_VECTOR_S = {"sv": 0.0005, "cocotb": 0.001}  # measured ~4 us (sv) and ~40 us (cocotb) per vector
 EXTERNAL_SIM_TIMEOUT_S = 10.0
+# Heavy tasks (10^5+ cycles at 5-110 us each on Icarus) get a timeout of their own instead of the
+# gym-wide 0.5 ms per vector: that allowance would give every heavy task ~100 s, and a hung
+# design (the replay policy's 2% of steps) would then cost 100 s per step. Their allowance is
+# HEAVY_MARGIN times the reference's measured cost per cycle (`DesignTask.cycle_cost_us`). The
+# costs were measured on a busy machine (load 2-4 on 2 cores, so already up to ~2x an idle
+# run); this machine has been seen at load 10 (5 runnable processes per core), and a correct
+# design may be slower than the reference (X propagation, behavioural loops). 8x was too
+# tight: at load 7-10 mutants of fir16 and crc32_dual ran past it. 12x keeps a correct design
+# inside its limit on such a machine, while a hang still ends within 15-135 s.
+HEAVY_MARGIN = 12.0
 STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
 
 
@@ -54,6 +70,7 @@ class VerilogGym(Gym):
     def __init__(
         self,
         source: str = "builtin",
+        suite: str = "core",
         simulator: str = "icarus",
         testbench: str = "sv",
         vectors: int | str | None = None,
@@ -68,6 +85,12 @@ class VerilogGym(Gym):
         ccache_dir: str | None = None,
     ) -> None:
         self.source = str(source)
+        self.suite = _OPTIONS.choice("suite", suite, SUITES)
+        if self.suite != "core" and self.source != "builtin":
+            raise ValueError(
+                f"verilog gym option suite={self.suite!r} selects built-in tasks, but source={self.source!r} "
+                "loads tasks from a benchmark: use source=builtin with it, or leave suite out"
+            )
         self.simulator = _OPTIONS.choice("simulator", simulator, SIMULATORS)
         self.testbench = _OPTIONS.choice("testbench", testbench, TESTBENCHES)
         if self.testbench == "cocotb" and self.source != "builtin":
@@ -89,8 +112,10 @@ class VerilogGym(Gym):
         if compile_timeout_s not in (None, ""):
             self.compile_timeout_s = _OPTIONS.seconds("compile_timeout_s", compile_timeout_s)
         self.sim_timeout_s = self._default_sim_timeout()
+        self.sim_timeouts = self._task_sim_timeouts()
         if sim_timeout_s not in (None, ""):
             self.sim_timeout_s = _OPTIONS.seconds("sim_timeout_s", sim_timeout_s)
+            self.sim_timeouts = {}
         self.step_timeout_s = self.compile_timeout_s + self.sim_timeout_s + STEP_SLACK_S
         if not self.tasks():
             raise ValueError(f"no task matches tasks={tasks!r}; `harness gyms list` shows the tasks")
@@ -103,6 +128,7 @@ class VerilogGym(Gym):
             bench=BenchOptions(self.vectors, self.sequences, self.seed, self.waves),
             compile_timeout_s=self.compile_timeout_s,
             sim_timeout_s=self.sim_timeout_s,
+            sim_timeouts=tuple(sorted(self.sim_timeouts.items())),
             keep_artifacts=self.keep_artifacts,
             ccache_dir=self.ccache_dir,
         )
@@ -119,7 +145,7 @@ class VerilogGym(Gym):
                 Task(t.id, t.prompt(), reference=t.reference,
                      metadata={"kind": "builtin", "category": t.category, "difficulty": t.difficulty,
                                "module": MODULE})
-                for t in builtin_tasks().values()
+                for t in suite_tasks(self.suite).values()
             ]  # fmt: skip
         return load_source(self.source)
 
@@ -144,6 +170,8 @@ class VerilogGym(Gym):
     def describe(self) -> dict[str, str]:
         described = super().describe()
         described.update(simulator=self.simulator, testbench=self.testbench, source=self.source)
+        if self.source == "builtin":
+            described["suite"] = self.suite
         # Where the verdict comes from (docs/gyms/verilog.md): outputs compared on the host, or
         # text printed inside the sandbox (forgeable by a design that escaped the screen).
         described["forgeable"] = {"builtin": "no", "verilog-eval": "only problems whose replay fails"}.get(
@@ -155,7 +183,25 @@ class VerilogGym(Gym):
     def _default_sim_timeout(self) -> float:
         if self.source != "builtin":
             return EXTERNAL_SIM_TIMEOUT_S
-        longest = max(
-            (self.vectors or t.vectors) * self.sequences for t in builtin_tasks().values()
-        )
+        # The longest task of the suite (not of the `tasks=` selection: the limit does not
+        # depend on which tasks a run picks).
+        tasks = suite_tasks(self.suite).values()
+        if all(t.cycle_cost_us is not None for t in tasks):
+            return max(self._task_sim_timeouts().values())  # the step timeout covers the longest
+        longest = max((self.vectors or t.vectors) * self.sequences for t in tasks)
         return SIM_BASE_S[self.testbench] + longest * SIM_PER_VECTOR_S[self.testbench]
+
+    def _task_sim_timeouts(self) -> dict[str, float]:
+        """The simulation timeout of each task that has a measured cost per cycle (the heavy suite)."""
+        if self.source != "builtin":
+            return {}
+        found = {}
+        for t in suite_tasks(self.suite).values():
+            if t.cycle_cost_us is None:
+                continue
+            per_vector = HEAVY_MARGIN * t.cycle_cost_us * 1e-6
+            if self.testbench == "cocotb":
+                per_vector += SIM_PER_VECTOR_S["cocotb"]  # cocotb's own cost per vector, on top
+            count = (self.vectors or t.vectors) * self.sequences
+            found[t.id] = round(SIM_BASE_S[self.testbench] + count * per_vector, 1)
+        return found

@@ -27,7 +27,7 @@ from typing import Literal, Protocol
 Inputs = dict[str, int]
 Outputs = Mapping[str, int | None]
 MODULE = "TopModule"  # every built-in task asks for this module name (as VerilogEval does)
-CATEGORIES = ("combinational", "arithmetic", "sequential", "fsm", "memory", "bus")
+CATEGORIES = ("combinational", "arithmetic", "sequential", "fsm", "memory", "bus", "heavy")  # heavy: the heavy suite
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,10 @@ class DesignTask:
     reset: Reset | None = None
     stimulus: Stimulus | None = None  # endless input vectors; default: uniform random
     vectors: int = 200  # default vectors (clock cycles) per sequence
+    # Simulation cost of one cycle of the reference on Icarus with the SystemVerilog testbench
+    # (microseconds, measured on the project's machine); the heavy suite sizes each task's
+    # simulation timeout from it (gym.py). None: the gym-wide per-vector allowance.
+    cycle_cost_us: float | None = None
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:

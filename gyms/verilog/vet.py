@@ -6,6 +6,12 @@ and scores at most `MAX_REWARD` under every seed: a clear behavioural failure, n
 hinges on a rare vector. Up to `KEEP` per task are kept, spread over the mutation operators.
 Run it after adding a task or changing a reference; tests/test_verilog_mutants.py checks that
 the file matches the references.
+
+The heavy suite (`--suite heavy`, written to vetted_mutants_heavy.json) has hundreds of mutants
+per design and checks of seconds each, so its mutants are first screened with a short run
+(`SCREEN_VECTORS` cycles, seed 0, whose vectors are the start of the full run's); only those that
+fail it are then vetted at the full default vector count under every seed, taking the operators
+in turn, until `HEAVY_KEEP` are kept.
 """
 
 from __future__ import annotations
@@ -18,15 +24,17 @@ from dataclasses import dataclass, replace
 
 from gyms.base import Task
 from gyms.verilog.benches import BenchOptions
-from gyms.verilog.candidates import VETTED, answer, task_mutants
+from gyms.verilog.candidates import VETTED_FILES, answer, task_mutants
 from gyms.verilog.episode import VerilogEpisode
 from gyms.verilog.gym import VerilogGym
 from gyms.verilog.mutate import OPERATORS, Mutant
-from gyms.verilog.tasks import builtin_tasks
+from gyms.verilog.tasks import SUITES, builtin_tasks, suite_tasks
 
 SEEDS = (0, 1, 2)
 MAX_REWARD = 0.9
 KEEP = 6
+HEAVY_KEEP = 4
+SCREEN_VECTORS = 3000
 
 
 @dataclass(frozen=True)
@@ -45,8 +53,41 @@ def _trial(task: Task, mutant: Mutant, seed: int, gym: VerilogGym) -> Trial:
     return Trial(result.reward, "checks_total" in result.info)
 
 
+def vet_heavy_task(task_id: str) -> list[dict[str, object]]:
+    """The kept mutants of one heavy task: screened short, then vetted at full length."""
+    gym = VerilogGym(suite="heavy", tasks=task_id)
+    screen = VerilogGym(suite="heavy", tasks=task_id, vectors=SCREEN_VECTORS)  # short timeouts too
+    task = gym.tasks()[0]
+    design = suite_tasks("heavy")[task_id]
+    by_op: dict[str, list[Mutant]] = {op: [] for op in OPERATORS}
+    for mutant in task_mutants(design):
+        by_op[mutant.op].append(mutant)
+    chosen: list[dict[str, object]] = []
+    while len(chosen) < HEAVY_KEEP and any(by_op.values()):
+        for op in OPERATORS:  # one of each operator in turn, so the kinds of mistakes vary
+            while by_op[op] and len(chosen) < HEAVY_KEEP:
+                mutant = by_op[op].pop(0)
+                trial = _trial(task, mutant, SEEDS[0], screen)
+                if not trial.behavioural or trial.reward > MAX_REWARD:
+                    continue
+                rewards = []
+                for seed in SEEDS:
+                    trial = _trial(task, mutant, seed, gym)
+                    if not trial.behavioural or trial.reward > MAX_REWARD:
+                        print(f"{task_id}: {mutant.label} failed the screen but not seed {seed} at full length "
+                              f"({trial})", file=sys.stderr)  # fmt: skip
+                        break
+                    rewards.append(round(trial.reward, 4))
+                else:
+                    chosen.append({"label": mutant.label, "digest": mutant.digest, "rewards": rewards})
+                    break  # the next operator
+    return chosen
+
+
 def vet_task(task_id: str) -> list[dict[str, object]]:
     """The kept mutants of one task, in the order the gym offers them from."""
+    if task_id in suite_tasks("heavy"):
+        return vet_heavy_task(task_id)
     gym = VerilogGym(tasks=task_id)
     task = gym.tasks()[0]
     design = builtin_tasks()[task_id]
@@ -70,19 +111,29 @@ def vet_task(task_id: str) -> list[dict[str, object]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write {VETTED.name} (default: print a summary)")
+    parser.add_argument("--write", action="store_true", help="write the suite's vetted_mutants*.json (default: print a summary)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--suite", choices=SUITES, default="core", help="which suite's tasks (default: core)")
+    parser.add_argument("--tasks", default="", help="comma-separated task ids: vet only these, keeping the "
+                        "file's other entries (with --write)")  # fmt: skip
     args = parser.parse_args(argv)
-    ids = list(builtin_tasks())
+    ids = list(suite_tasks(args.suite))
+    if args.tasks:
+        ids = [i for i in ids if i in args.tasks.split(",")]
+    path = VETTED_FILES[args.suite]
     with ProcessPoolExecutor(args.workers) as pool:
         results = dict(zip(ids, pool.map(vet_task, ids)))
     for task_id, chosen in results.items():
         print(f"{task_id}: {len(chosen)} mutants kept", file=sys.stderr)
+    if args.tasks and path.exists():
+        results = {**json.loads(path.read_text())["tasks"], **results}
     document = {"seeds": list(SEEDS), "simulator": "icarus", "testbench": "sv", "max_reward": MAX_REWARD,
                 "tasks": results}  # fmt: skip
+    if args.suite == "heavy":
+        document["screen_vectors"] = SCREEN_VECTORS
     if args.write:
-        VETTED.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {VETTED}", file=sys.stderr)
+        path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {path}", file=sys.stderr)
     return 0 if all(results.values()) else 1
 
 
