@@ -5,7 +5,7 @@ Options (strings from the command line are accepted), all optional:
                    directory of .lean files each ending in `:= by sorry` (these two need
                    Mathlib: backend=native)
   suite            which built-in tasks (source=core): core (default: quick checks) or heavy
-                   (tasks/heavy.lean: checks that cost real kernel work, ~0.3-3 s each)
+                   (tasks/heavy.lean: checks that cost real kernel work, ~0.5-3 s each)
   backend          wasm (default: the patched npm Lean under node) or native
   mode             warm (default: a pool of checker processes) or cold (a lean process per check)
   checkers         warm checkers per gym worker process (default 1; ~1.6 GB each on wasm)
