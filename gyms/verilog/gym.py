@@ -52,10 +52,10 @@ EXTERNAL_SIM_TIMEOUT_S = 10.0
 # design (the replay policy's 2% of steps) would then cost 100 s per step. Their allowance is
 # HEAVY_MARGIN times the reference's measured cost per cycle (`DesignTask.cycle_cost_us`). The
 # costs were measured on a busy machine (load 2-4 on 2 cores, so already up to ~2x an idle
-# run); this machine has been seen at load 10 (5 runnable processes per core), and a correct
-# design may be slower than the reference (X propagation, behavioural loops). 8x was too
-# tight: at load 7-10 mutants of fir16 and crc32_dual ran past it. 12x keeps a correct design
-# inside its limit on such a machine, while a hang still ends within 15-135 s.
+# run); this machine has been seen at load 10 (5 runnable processes per core, ~5x slower than
+# idle), and a correct design may be slower than the reference (X propagation, behavioural
+# loops). 12x keeps a correct design inside its limit on such a machine, while a hang still
+# ends within 15-135 s.
 HEAVY_MARGIN = 12.0
 STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
 

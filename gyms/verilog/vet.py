@@ -44,7 +44,7 @@ class Trial:
 
 
 def _trial(task: Task, mutant: Mutant, seed: int, gym: VerilogGym) -> Trial:
-    settings = replace(gym.settings, bench=BenchOptions(None, 1, seed, False))
+    settings = replace(gym.settings, bench=BenchOptions(gym.vectors, 1, seed, False))  # None: the task's own
     episode = VerilogEpisode(task, 1, settings)
     try:
         result = episode.step(answer(mutant.text))
