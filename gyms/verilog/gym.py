@@ -55,7 +55,7 @@ EXTERNAL_SIM_TIMEOUT_S = 10.0
 # run); this machine has been seen at load 10 (5 runnable processes per core, ~5x slower than
 # idle), and a correct design may be slower than the reference (X propagation, behavioural
 # loops). 12x keeps a correct design inside its limit on such a machine, while a hang still
-# ends within 15-135 s.
+# ends within 16-134 s.
 HEAVY_MARGIN = 12.0
 STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
 
