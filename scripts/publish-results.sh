@@ -6,9 +6,11 @@
 #   scripts/publish-results.sh heavy      # the heavy suites only
 #   scripts/publish-results.sh light      # the light (core) suites only
 #
-# Each run is `harness benchmark` on its defaults (10 steps, 4 x 4, colocated h100-qwen3-4b
-# stages, one gym worker per core) with two ABBA repeats and the instant-gym control. Nothing
-# else should run on the machine meanwhile: the gym work is real and shares the cores.
+# Each run is `harness benchmark` with two ABBA repeats and the instant-gym control: the light
+# (core) suites on the benchmark's defaults (10 steps of 4 x 4, colocated h100-qwen3-4b stages,
+# one gym worker per core), the heavy suites as `make benchmark` runs them (5 steps of 2 x 4:
+# seconds per check). Nothing else should run on the machine meanwhile: the gym work is real
+# and shares the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ -n "$(git status --porcelain)" ]]; then
@@ -22,10 +24,11 @@ run() {
     "$harness" benchmark --repeats 2 --control "$@"
 }
 if [[ $which == all || $which == heavy ]]; then
-    run --gym verilog -o suite=heavy
-    run --gym verilog -o suite=heavy -o simulator=verilator
-    run --gym lean -o suite=heavy
-    run --gym modelica -o suite=heavy
+    heavy=(--steps 5 --batch 2 -o suite=heavy)
+    run --gym verilog "${heavy[@]}"
+    run --gym verilog "${heavy[@]}" -o simulator=verilator
+    run --gym lean "${heavy[@]}"
+    run --gym modelica "${heavy[@]}"
 fi
 if [[ $which == all || $which == light ]]; then
     run --gym verilog
