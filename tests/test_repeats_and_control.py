@@ -78,8 +78,9 @@ def test_repeats_are_recorded_in_abba_order_with_intervals(repeated):
     assert summary["intervals"]["speedup"]["n"] == 2
     assert summary["intervals"]["speedup"]["low"] <= summary["comparison"]["speedup"] <= (
         summary["intervals"]["speedup"]["high"])  # fmt: skip
-    for m in summary["modes"].values():  # idle accelerator time lies inside the trainer's waits
-        assert 0 <= m["accelerator_idle_ratio"] <= m["trainer_idle_ratio"] + 1e-9
+    for m in summary["modes"].values():  # idle accelerator time lies inside the trainer's waits, but for
+        # the trainer's bookkeeping between its spans (a few ms a step against ~0.1 s steps here)
+        assert 0 <= m["accelerator_idle_ratio"] <= m["trainer_idle_ratio"] + 0.05
     second = list(csv.DictReader((run_dir / "repeat-2" / "steps.csv").open()))
     assert [r["mode"] for r in second] == ["async"] * 2 + ["sync"] * 2
 
