@@ -53,11 +53,14 @@ def new_run_dir(gym: str, root: Path = RESULTS) -> Path:
     return path
 
 
-def git_commit() -> dict[str, Any]:
-    here = Path(__file__).resolve().parent.parent
+def git_commit(here: Path = Path(__file__).resolve().parent.parent) -> dict[str, Any]:
+    """The commit of the checkout `here` (heavygym's own), and whether its code has changes."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10)
+        # results/ holds outputs, not code: the runs a session has just written must not make
+        # the next run of that session dirty.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ".", ":(exclude)results"], cwd=here,
+                               capture_output=True, text=True, timeout=10)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return {"commit": None, "dirty": None}
     if commit.returncode != 0:

@@ -140,3 +140,26 @@ def test_leaderboard_shows_the_interval_the_control_and_the_placement(repeated, 
     assert row.policy == "replay / zero, colocated"
     header = (tmp_path / CSV).read_text().splitlines()[0].split(",")
     assert {"speedup_low", "speedup_high", "control_speedup", "gym_share_sync", "repeats"} <= set(header)
+
+
+def test_a_run_written_into_results_leaves_the_tree_clean(tmp_path):
+    """The runs a session writes under results/ are outputs: the next run is still clean."""
+    import subprocess
+
+    from harness.record import git_commit
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "code")
+    (tmp_path / "results" / "runs" / "r1").mkdir(parents=True)
+    (tmp_path / "results" / "runs" / "r1" / "summary.json").write_text("{}")
+    assert git_commit(tmp_path)["dirty"] is False and len(git_commit(tmp_path)["commit"]) == 40
+    (tmp_path / "notes.py").write_text("y = 2\n")  # untracked code counts
+    assert git_commit(tmp_path)["dirty"] is True
+    (tmp_path / "notes.py").unlink()
+    (tmp_path / "code.py").write_text("x = 2\n")  # so does a changed tracked file
+    assert git_commit(tmp_path)["dirty"] is True
