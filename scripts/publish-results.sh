@@ -5,6 +5,7 @@
 #   scripts/publish-results.sh            # every row (about an hour on a 2-core machine)
 #   scripts/publish-results.sh heavy      # the heavy suites only
 #   scripts/publish-results.sh light      # the light (core) suites only
+#   scripts/publish-results.sh verilog-heavy   # one row: GYM-heavy or GYM-light
 #
 # Each run is `harness benchmark` with two ABBA repeats and the instant-gym control: the light
 # (core) suites on the benchmark's defaults (10 steps of 4 x 4, colocated h100-qwen3-4b stages,
@@ -13,27 +14,24 @@
 # and shares the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ -n "$(git status --porcelain)" ]]; then
+if [[ -n "$(git status --porcelain -- . ':(exclude)results')" ]]; then
     echo "error: the tree has uncommitted changes; published runs come from a clean tree (commit or stash first)" >&2
     exit 2
 fi
-harness=.venv/bin/harness
+harness=${HARNESS:-.venv/bin/harness}
 which=${1:-all}
 run() {
     echo "== $* ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
     "$harness" benchmark --repeats 2 --control "$@"
 }
-if [[ $which == all || $which == heavy ]]; then
-    heavy=(--steps 5 --batch 2 -o suite=heavy)
-    run --gym verilog "${heavy[@]}"
-    run --gym verilog "${heavy[@]}" -o simulator=verilator
-    run --gym lean "${heavy[@]}"
-    run --gym modelica "${heavy[@]}"
-fi
-if [[ $which == all || $which == light ]]; then
-    run --gym verilog
-    run --gym lean
-    run --gym modelica
-    run --gym math
-fi
+heavy=(--steps 5 --batch 2 -o suite=heavy)
+wanted() { [[ $which == all || $which == "$1" || $which == "$2" ]]; }
+wanted heavy verilog-heavy && run --gym verilog "${heavy[@]}"
+wanted heavy lean-heavy && run --gym lean "${heavy[@]}"
+wanted heavy modelica-heavy && run --gym modelica "${heavy[@]}"
+wanted light verilog-light && run --gym verilog
+wanted light modelica-light && run --gym modelica
+wanted light lean-light && run --gym lean
+wanted light math-light && run --gym math
+wanted heavy verilator-heavy && run --gym verilog "${heavy[@]}" -o simulator=verilator
 "$harness" leaderboard
