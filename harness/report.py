@@ -73,6 +73,8 @@ def report_html(run: Run, images: dict[str, bytes]) -> str:
             "Every gym step is real work in the sandbox.</p>"
         )
     parts.append(_headline(s))
+    if len(s.get("repeats") or []) > 1 or s.get("control"):
+        parts.append("<h2>Repeats and control</h2>\n" + _repeats_and_control(s))
     parts.append("<h2>Metrics</h2>\n" + _metrics_table(run))
     for spec in FIGURES:
         uri = "data:image/png;base64," + base64.b64encode(images[spec.name]).decode("ascii")
@@ -100,11 +102,48 @@ def _headline(s: dict[str, Any]) -> str:
     c = s.get("comparison")
     if not c:
         return "<p class=headline>One mode only: no sync/async comparison.</p>"
+    repeats = len(s.get("repeats") or [])
+    over = f" (means of {repeats} repeats)" if repeats > 1 else ""
     return (
-        f"<p class=headline>Async is <b>{c['speedup']:.2f}x</b> faster per step than sync (ideal "
+        f"<p class=headline>Async is <b>{c['speedup']:.2f}x</b> faster per step than sync{over} (ideal "
         f"{c['ideal_speedup']:.2f}x, achieved/ideal {c['achieved_over_ideal']:.0%}); the trainer idle ratio "
         f"falls from <b>{c['trainer_idle_ratio_sync']:.1%}</b> to <b>{c['trainer_idle_ratio_async']:.1%}</b>.</p>"
     )
+
+
+# (label, interval key, where a single repeat keeps it, format) of the repeats-and-control table
+REPEATED = (
+    ("speedup", "speedup", ("comparison", "speedup"), lambda x: f"{x:.2f}x"),
+    ("achieved/ideal", "achieved_over_ideal", ("comparison", "achieved_over_ideal"), lambda x: f"{x:.0%}"),
+    ("trainer idle ratio, sync", "trainer_idle_ratio_sync", ("sync", "trainer_idle_ratio"), lambda x: f"{x:.1%}"),
+    ("trainer idle ratio, async", "trainer_idle_ratio_async", ("async", "trainer_idle_ratio"), lambda x: f"{x:.1%}"),
+    ("gym share of the sync wait", "gym_wait_share_sync", ("sync", "gym_wait_share"), lambda x: f"{x:.0%}"),
+)
+
+
+def _repeats_and_control(s: dict[str, Any]) -> str:
+    """The run's figures as means over its repeats with 95 % intervals, beside the control's
+    (the same configuration with an instant gym: what is left without gym work)."""
+    blocks = [("this run", s)] + ([(f"control: {s['control'].get('gym', 'instant gym')}", s["control"])]
+                                  if s.get("control") else [])  # fmt: skip
+
+    def shown(block: dict[str, Any], key: str, where: tuple[str, str], fmt: Callable[[float], str]) -> str:
+        spread = (block.get("intervals") or {}).get(key)
+        if spread and spread.get("mean") is not None:
+            text = fmt(spread["mean"])
+            if spread.get("low") is not None:
+                text += f" [{fmt(spread['low'])}, {fmt(spread['high'])}]"
+            return text
+        outer, inner = where
+        value = ((block.get("comparison") if outer == "comparison" else (block.get("modes") or {}).get(outer)) or {}).get(inner)
+        return "-" if value is None else fmt(value)
+
+    repeats = len(s.get("repeats") or []) or 1
+    rows = [[cell(label), *(cell(shown(b, key, where, fmt), numeric=True) for _, b in blocks)]
+            for label, key, where, fmt in REPEATED]  # fmt: skip
+    note = (f"<p class=sub>Means over {repeats} sync/async pairs run in ABBA order, with 95 % Student's t "
+            "intervals over the pairs in brackets.</p>" if repeats > 1 else "")  # fmt: skip
+    return note + table(["figure", *(name for name, _ in blocks)], rows)
 
 
 def _metrics_table(run: Run) -> str:

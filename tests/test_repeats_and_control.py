@@ -97,6 +97,10 @@ def test_control_sees_the_same_answers_with_an_instant_gym(repeated):
         assert c["modes"]["sync"]["reward_mean"] == r["modes"]["sync"]["reward_mean"]
         assert c["modes"]["sync"]["pass_rate"] == r["modes"]["sync"]["pass_rate"]
     assert "speedup" in ctrl["comparison"] and ctrl["intervals"]["speedup"]["n"] == 2
+    page = (run_dir / "report.html").read_text()
+    control_speedup = ctrl["intervals"]["speedup"]
+    assert "Repeats and control" in page and "control: instant control of math" in page
+    assert f"{control_speedup['mean']:.2f}x [{control_speedup['low']:.2f}x, {control_speedup['high']:.2f}x]" in page
     assert summary["intervals"]["gym_wait_share_sync"]["n"] == 2
 
 
