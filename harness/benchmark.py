@@ -89,7 +89,8 @@ def run_benchmark(
     finished, so a run that cannot start, or is interrupted in its first mode, leaves nothing."""
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
     gym = start_gym(spec.gym, spec.gym_options)
-    control_gym = start_gym(control.PATH, control.options_for(spec.gym, spec.gym_options)) if spec.control else None
+    control_options = control.options_for(spec.gym, spec.gym_options)
+    control_gym = start_gym(control.PATH, control_options) if spec.control else None
     profile = load_profile(spec.profile)
     policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
     outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES)
@@ -108,8 +109,7 @@ def run_benchmark(
     workloads = [Workload(gym, spec.gym, spec.gym_options, summary, "")]
     if control_gym is not None:
         summary["control"] = {"gym": control_gym.describe()["gym"]}
-        options = control.options_for(spec.gym, spec.gym_options)
-        workloads.append(Workload(control_gym, control.PATH, options, summary["control"], "control"))
+        workloads.append(Workload(control_gym, control.PATH, control_options, summary["control"], "control"))
     progress = _Progress()
     try:
         for workload in workloads:

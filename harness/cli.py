@@ -20,6 +20,7 @@ from gyms.conformance import CheckResult, check_gym
 from gyms.registry import make, registered
 from harness import errors, outputs
 from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark, start_gym
+from harness.intervals import with_interval
 from harness.leaderboard import publish
 from harness.report import write_report
 from harness.rundir import find_run
@@ -279,11 +280,7 @@ def _comparison_line(block: dict, name: str) -> str:
     c, iv = block["comparison"], block.get("intervals", {})
 
     def fig(key: str, fmt: str, suffix: str = "") -> str:
-        text = f"{format(c[key], fmt)}{suffix}"
-        spread = iv.get(key) or {}
-        if spread.get("low") is not None:
-            text += f" [{format(spread['low'], fmt)}{suffix}, {format(spread['high'], fmt)}{suffix}]"
-        return text
+        return with_interval(c[key], iv.get(key), lambda v: f"{format(v, fmt)}{suffix}")
 
     repeats = len(block.get("repeats", [])) or 1
     over = f" (mean of {repeats} repeats, 95% intervals)" if repeats > 1 else ""

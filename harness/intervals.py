@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 # Two-sided 95 % quantiles of Student's t by degrees of freedom; between table entries the
@@ -44,6 +44,14 @@ def interval(values: Sequence[float]) -> dict[str, Any]:
         return {"mean": mean, "low": None, "high": None, "n": 1}
     half = t95(n - 1) * statistics.stdev(values) / math.sqrt(n)
     return {"mean": mean, "low": mean - half, "high": mean + half, "n": n}
+
+
+def with_interval(value: float, spread: Mapping[str, Any] | None, fmt: Callable[[float], str]) -> str:
+    """`value` formatted, with " [low, high]" after it when `spread` (an `interval`) has bounds."""
+    text = fmt(value)
+    if spread and spread.get("low") is not None:
+        text += f" [{fmt(spread['low'])}, {fmt(spread['high'])}]"
+    return text
 
 
 def over_repeats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

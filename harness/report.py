@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
+from harness.intervals import with_interval
 from harness.outputs import naming, write_bytes, write_text
 from harness.rundir import Run, load_run, service_stats, service_times
 from trainer.attribution import PARTS
@@ -130,10 +131,7 @@ def _repeats_and_control(s: dict[str, Any]) -> str:
     def shown(block: dict[str, Any], key: str, where: tuple[str, str], fmt: Callable[[float], str]) -> str:
         spread = (block.get("intervals") or {}).get(key)
         if spread and spread.get("mean") is not None:
-            text = fmt(spread["mean"])
-            if spread.get("low") is not None:
-                text += f" [{fmt(spread['low'])}, {fmt(spread['high'])}]"
-            return text
+            return with_interval(spread["mean"], spread, fmt)
         outer, inner = where
         value = ((block.get("comparison") if outer == "comparison" else (block.get("modes") or {}).get(outer)) or {}).get(inner)
         return "-" if value is None else fmt(value)
