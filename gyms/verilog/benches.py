@@ -193,17 +193,20 @@ class RtllmBench:
 
     forgeable = True
 
-    def __init__(self, directory: Path, module: str, expected_ports: tuple[PortSpec, ...] | None) -> None:
+    def __init__(self, directory: Path, module: str, expected_ports: tuple[PortSpec, ...] | None,
+                 reference_file: str | None = None) -> None:  # fmt: skip
         self.directory = directory
         self.module = module
         self.expected_ports = expected_ports
+        self.reference_file = reference_file  # where the reference is not named verified_*
         self.reserved_modules = _modules_in(directory / "testbench.v")
         self.forgeable_reason = "RTLLM testbenches compute their expected values themselves"
 
     def prepare(self, job: Job) -> Build:
         for item in sorted(self.directory.iterdir()):
             # The testbench and any data files it reads; never the reference or the prompt.
-            if item.is_file() and not item.name.startswith("verified_") and item.name != "design_description.txt":
+            if item.is_file() and not item.name.startswith("verified_") and item.name not in (
+                    "design_description.txt", self.reference_file):  # fmt: skip
                 job.write(item.name, item.read_bytes())
         top = _MODULE_NAME.search((self.directory / "testbench.v").read_text(errors="replace"))
         return Build(["testbench.v", DESIGN], top.group(1) if top else None)
@@ -231,5 +234,6 @@ def make_bench(task: Task, options: BenchOptions) -> Bench:
     if kind == "verilog-eval":
         return VerilogEvalBench(Path(task.metadata["dir"]), task.metadata["stem"], expected)
     if kind == "rtllm":
-        return RtllmBench(Path(task.metadata["dir"]), task.metadata["module"], expected)
+        return RtllmBench(Path(task.metadata["dir"]), task.metadata["module"], expected,
+                          task.metadata.get("reference_file"))  # fmt: skip
     raise ValueError(f"task {task.id!r} is not a Verilog gym task (metadata kind {kind!r})")
