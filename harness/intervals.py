@@ -26,6 +26,13 @@ FIGURES = {
     "gym_wait_share_sync": ("sync", "gym_wait_share"),
     "gym_wait_share_async": ("async", "gym_wait_share"),
 }
+# Where each figure can lie at all. A t interval over few repeats can reach past these (a
+# speedup below zero, an idle ratio of -0.0 %); it is cut at them, since no repeat could land there.
+DOMAINS: dict[str, tuple[float, float]] = {
+    "speedup": (0.0, math.inf),
+    "achieved_over_ideal": (0.0, math.inf),
+    **{name: (0.0, 1.0) for name in FIGURES if name.startswith(("trainer_idle", "gym_wait"))},
+}
 
 
 def t95(df: int) -> float:
@@ -34,8 +41,9 @@ def t95(df: int) -> float:
     return _Z95 if df > max(_T95) else _T95[max(d for d in _T95 if d <= df)]
 
 
-def interval(values: Sequence[float]) -> dict[str, Any]:
-    """{mean, low, high, n}: low and high are None for a single value (no spread to measure)."""
+def interval(values: Sequence[float], domain: tuple[float, float] = (-math.inf, math.inf)) -> dict[str, Any]:
+    """{mean, low, high, n}: low and high are None for a single value (no spread to measure);
+    they are cut at the figure's `domain`."""
     n = len(values)
     if n == 0:
         return {"mean": None, "low": None, "high": None, "n": 0}
@@ -43,7 +51,8 @@ def interval(values: Sequence[float]) -> dict[str, Any]:
     if n == 1:
         return {"mean": mean, "low": None, "high": None, "n": 1}
     half = t95(n - 1) * statistics.stdev(values) / math.sqrt(n)
-    return {"mean": mean, "low": mean - half, "high": mean + half, "n": n}
+    low, high = max(mean - half, domain[0]), min(mean + half, domain[1])
+    return {"mean": mean, "low": low, "high": high, "n": n}
 
 
 def with_interval(value: float, spread: Mapping[str, Any] | None, fmt: Callable[[float], str]) -> str:
@@ -64,5 +73,5 @@ def over_repeats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
             block = r.get("comparison") if where == "comparison" else r["modes"].get(where)
             values.append(None if not block else block.get(key))
         if values and all(v is not None for v in values):
-            out[name] = interval(values)
+            out[name] = interval(values, DOMAINS[name])
     return out

@@ -37,6 +37,14 @@ def test_interval_is_students_t_over_the_repeats():
     assert intervals.t95(500) == 1.960
 
 
+def test_an_interval_is_cut_where_the_figure_cannot_lie():
+    idle = intervals.over_repeats([{"modes": {"async": {"trainer_idle_ratio": r}}} for r in (0.0, 0.002)])
+    assert idle["trainer_idle_ratio_async"]["low"] == 0.0  # t(1) * sd / sqrt(2) would put it at -0.0117
+    assert 0.002 < idle["trainer_idle_ratio_async"]["high"] < 1.0
+    speedup = intervals.over_repeats([{"modes": {}, "comparison": {"speedup": s}} for s in (0.8, 2.0)])
+    assert speedup["speedup"]["low"] == 0.0 and speedup["speedup"]["high"] > 2.0
+
+
 def test_instant_gym_labels_answers_as_the_candidates_are_labelled():
     gym = InstantGym(**options_for("math", {"size": "4"}))
     task = gym.tasks()[0]
