@@ -69,7 +69,12 @@ def test_bad_options_are_rejected(options: dict) -> None:
 
 # -- the DAPO-Math loader ------------------------------------------------------------------
 
-_ASK = 'Solve the problem. The last line of your response should be of the form Answer: $Answer.\n\n'
+# DAPO-Math-17k's instruction wrapper, as published.
+_ASK = (
+    "Solve the following math problem step by step. The last line of your response should be of the form "
+    "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n"
+)
+_REMIND = '\n\nRemember to put your answer on its own line after "Answer:".'
 
 
 def _chat(content: str) -> list[dict[str, str]]:
@@ -78,7 +83,8 @@ def _chat(content: str) -> list[dict[str, str]]:
 
 @pytest.fixture
 def dapo_chat(tmp_path: Path) -> Path:
-    rows = [(_ASK + "What is 2+3?", "5"), (_ASK + "What is 6*7?", "42"), (_ASK + "What is 2+3?", "5")]
+    problems = (("What is 2+3?", "5"), ("What is 6*7?", "42"), ("What is 2+3?", "5"))
+    rows = [(_ASK + p + _REMIND, g) for p, g in problems]
     frame = pd.DataFrame(
         {
             "data_source": ["math_dapo"] * len(rows),
@@ -92,7 +98,8 @@ def dapo_chat(tmp_path: Path) -> Path:
 
 
 def test_dapo_chat_schema_is_loaded_and_deduplicated(dapo_chat: Path) -> None:
-    assert load_problems(dapo_chat) == [(_ASK + "What is 2+3?", "5"), (_ASK + "What is 6*7?", "42")]
+    problems = [(p.prompt, p.gold) for p in load_problems(dapo_chat)]
+    assert problems == [(_ASK + "What is 2+3?" + _REMIND, "5"), (_ASK + "What is 6*7?" + _REMIND, "42")]
     gym = MathGym(source=str(dapo_chat))
     tasks = gym.tasks("train") + gym.tasks("test")
     assert sorted(t.metadata["gold"] for t in tasks) == ["42", "5"]
@@ -106,7 +113,7 @@ def test_dapo_flat_schema(tmp_path: Path) -> None:
     path = tmp_path / "flat.parquet"
     prompts = ["What is 1+1?", "What is 1+1?", " Solve x+1=3. "]
     pd.DataFrame({"prompt": prompts, "solution": ["2", "2", "2"]}).to_parquet(path)
-    assert load_problems(path) == [("What is 1+1?", "2"), ("Solve x+1=3.", "2")]
+    assert [(p.prompt, p.gold) for p in load_problems(path)] == [("What is 1+1?", "2"), ("Solve x+1=3.", "2")]
     tasks = MathGym(source=str(path)).tasks("train") + MathGym(source=str(path)).tasks("test")
     assert len(tasks) == 2
     assert all("\\boxed{" in t.prompt and t.reference.endswith("\\boxed{2}.") for t in tasks)
@@ -115,7 +122,7 @@ def test_dapo_flat_schema(tmp_path: Path) -> None:
 def test_dapo_bad_schema_names_the_columns(tmp_path: Path) -> None:
     path = tmp_path / "other.parquet"
     pd.DataFrame({"question": ["What is 1+1?"], "answer": ["2"]}).to_parquet(path)
-    with pytest.raises(ValueError, match="question, answer"):
+    with pytest.raises(ValueError, match="found columns answer, question; needed"):
         MathGym(source=str(path)).tasks()
 
 

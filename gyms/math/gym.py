@@ -117,17 +117,29 @@ _OPTIONS = Options("math")
 
 class MathGym(Gym):
     """Options (strings from the command line are accepted): `source` ("reasoning-gym",
-    "addition" for small sums, or a DAPO-Math parquet path), `size` (generated tasks per
-    split, reasoning-gym only), `seed`, `max_turns`."""
+    "addition" for small sums, or the path of a parquet file or Hugging Face dataset of math
+    problems), `test_source` (a second such path: the whole test split), `size` (generated
+    tasks per split, reasoning-gym only), `seed`, `max_turns`."""
 
     name = "math"
     version = "0.1.0"
     step_timeout_s = 10.0
 
     def __init__(
-        self, source: str = REASONING_GYM, size: int | str = 64, seed: int | str = 0, max_turns: int | str = 2
+        self,
+        source: str = REASONING_GYM,
+        size: int | str = 64,
+        seed: int | str = 0,
+        max_turns: int | str = 2,
+        test_source: str | None = None,
     ) -> None:
         self.source = str(source)
+        self.test_source = str(test_source) if test_source else None
+        if self.test_source is not None and self.source in (REASONING_GYM, ADDITION):
+            raise ValueError(
+                f"math gym option test_source={test_source!r} needs source=PATH: source={self.source!r} "
+                "makes its own test split"
+            )
         self.size = _OPTIONS.whole("size", size, 0)
         self.seed = _OPTIONS.whole("seed", seed, 0)
         self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
@@ -141,9 +153,9 @@ class MathGym(Gym):
             elif self.source == ADDITION:
                 self._tasks[split] = addition_tasks(split)
             else:
-                from gyms.math.dapo import dapo_tasks  # pyarrow only for a DAPO source
+                from gyms.math.dapo import dapo_splits  # pyarrow, datasets: only for a dataset source
 
-                self._tasks[split] = dapo_tasks(self.source, split)
+                self._tasks.update(dapo_splits(self.source, self.test_source))
         return self._tasks[split]
 
     def open(self, task: Task) -> MathEpisode:
@@ -178,6 +190,8 @@ class MathGym(Gym):
             tools.append(_package("reasoning-gym", "reasoning-gym==0.1.25"))
         else:
             tools.append(_package("pyarrow", "pyarrow>=15"))
+            if any(Path(p).is_dir() for p in (self.source, self.test_source) if p):
+                tools.append(_package("datasets", "datasets==5.2.0"))
         return tools
 
 
