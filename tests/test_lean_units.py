@@ -1,5 +1,6 @@
 """The Lean gym's parts that need no Lean: the wasm rewriter, the glue patches, the protocol,
-the acceptance rules, proof extraction, tasks and loaders."""
+the acceptance rules, proof extraction and the built-in tasks (the dataset loaders:
+test_lean_datasets.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,11 @@ import pytest
 
 from gyms.lean import LeanGym
 from gyms.lean.acceptance import judge, screen
-from gyms.lean.episode import split_header
 from gyms.lean.extract import Proof, Refusal, extract_proof, last_block
 from gyms.lean.lexer import code_only
 from gyms.lean.glue import GlueFormatError, drop_bindings, patch_glue
 from gyms.lean.protocol import Axiom, Message, ProtocolError, axioms_from_messages, decode, json_lines
-from gyms.lean.tasks import core_tasks, directory_tasks, minif2f_tasks
+from gyms.lean.tasks import core_tasks
 from gyms.lean.wasm import (
     EXPORT,
     FUNC_KIND,
@@ -30,7 +30,6 @@ from gyms.lean.wasm import (
     u32,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lean"
 
 # -- the wasm rewriter -------------------------------------------------------------------------
 
@@ -280,38 +279,6 @@ def test_the_core_tasks() -> None:
     assert len(gym.tasks("train")) + len(gym.tasks("test")) == len(tasks)
     prompt = gym.tasks()[0].prompt
     assert tasks[0].statement in prompt and "sorry" in prompt
-
-
-def test_minif2f_jsonl_is_loaded() -> None:
-    tasks = minif2f_tasks(FIXTURES / "minif2f.jsonl")
-    assert [(t.name, t.split) for t in tasks] == [("toy_algebra_linear", "train"), ("toy_numbertheory_mod", "test")]
-    assert tasks[1].statement == "theorem toy_numbertheory_mod : (29 ^ 13 - 5 ^ 13) % 7 = 3"
-    assert tasks[0].header.startswith("import Mathlib") and tasks[0].requires_mathlib
-
-
-def test_a_directory_of_lean_files_is_loaded() -> None:
-    tasks = directory_tasks(FIXTURES / "problems")
-    assert [t.id for t in tasks] == ["dir/algebra/toy_abs", "dir/toy_square"]
-    square = tasks[1]
-    assert square.statement == "theorem toy_square_even (n : ℕ) (h : Even n) : Even (n ^ 2)"
-    assert split_header(square.header) == (
-        "import Mathlib\n",
-        "\nopen Nat\n\n/-- The square of an even number is even. -/\n",
-    )
-
-
-def test_a_bad_jsonl_row_names_the_line(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"name": "x", "formal_statement": "theorem x : True := by sorry"}\n{"oops": 1}\n')
-    with pytest.raises(ValueError, match="bad.jsonl:2"):
-        minif2f_tasks(bad)
-
-
-def test_mathlib_sources_need_the_native_backend() -> None:
-    with pytest.raises(ValueError, match="backend=native"):
-        LeanGym(source=str(FIXTURES / "minif2f.jsonl"))
-    gym = LeanGym(source=str(FIXTURES / "minif2f.jsonl"), backend="native", repl="/nonexistent/repl")
-    assert [t.id for t in gym.tasks("test")] == ["minif2f/toy_numbertheory_mod"]
 
 
 def test_bad_options_are_refused() -> None:

@@ -1,9 +1,9 @@
 """The Lean gym: prove a fixed theorem statement; Lean 4 checks the proof.
 
 Options (strings from the command line are accepted), all optional:
-  source           core (default: the built-in tasks), a miniF2F-style .jsonl file, or a
-                   directory of .lean files each ending in `:= by sorry` (these two need
-                   Mathlib: backend=native)
+  source           core (default: the built-in tasks), a miniF2F .jsonl file (DeepSeek-Prover's),
+                   or a directory of .lean files (a miniF2F-lean4 checkout); tasks that import
+                   Mathlib load on any backend but are checked only on backend=native
   suite            which built-in tasks (source=core): core (default: quick checks) or heavy
                    (tasks/heavy.lean: checks that cost real kernel work, ~0.5-3 s each)
   backend          wasm (default: the patched npm Lean under node) or native
@@ -91,11 +91,6 @@ class LeanGym(Gym):
             lean=lean or None,
         )
         self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
-        if self.source != "core" and backend == "wasm":
-            raise ValueError(
-                f"source {self.source!r} states theorems over Mathlib, which the wasm Lean does not have: use "
-                "backend=native with repl=/path/to/repl and project=/path/to/a/Lean/project/with/Mathlib"
-            )
         # The longest step: a check, plus starting a checker (after a crash or a timeout) or a cold lean.
         start = (
             self.settings.make_backend().start_timeout_s if self.settings.mode == "warm" else self.settings.cold_start_s
@@ -122,6 +117,11 @@ class LeanGym(Gym):
     def open(self, task: Task) -> LeanEpisode:
         if "statement" not in task.metadata:
             raise ValueError(f"task {task.id!r} has no metadata['statement']; make Lean tasks with LeanGym.tasks()")
+        if task.metadata.get("requires_mathlib") and self.settings.backend == "wasm":
+            raise ValueError(
+                f"task {task.id!r} needs Mathlib (its header imports more than core Lean), which the wasm Lean does "
+                "not have: use backend=native with repl=/path/to/repl and project=/path/to/a/Lean/project/with/Mathlib"
+            )
         return LeanEpisode(task, self.max_turns, self.settings)
 
     def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
