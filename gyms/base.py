@@ -172,6 +172,12 @@ class Gym(ABC):
     def open(self, task: Task) -> Episode:
         """Start an episode of `task`."""
 
+    def excluded_tasks(self) -> Mapping[str, str]:
+        """Tasks the gym left out of `tasks()` because their own files are unusable here (a
+        dataset's reference that fails its own checker, a problem it could not read), each task
+        id with the reason; `harness gyms list` and `harness gyms check` show them."""
+        return {}
+
     def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
         """Known-good and known-bad actions for `task`. Gyms should add realistic wrong ones."""
         if task.reference is None:

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gyms.base import Gym
 from gyms.conformance import CheckResult, check_gym
 from gyms.registry import make, registered
 from harness import errors, outputs
@@ -55,12 +56,23 @@ def parse_options(pairs: list[str] | None) -> dict[str, str]:
 
 
 @gyms_app.command("list")
-def gyms_list() -> None:
-    """Show every installed gym: version, task count, and whether its tools are available."""
+def gyms_list(
+    only: Annotated[
+        Optional[str], typer.Argument(metavar="[NAME]", help="Only this gym, made with the -o options.")
+    ] = None,
+    gym_option: GymOptions = None,
+) -> None:
+    """Show every installed gym: version, task count, and whether its tools are available; then the
+    tasks a gym excluded (a benchmark's tasks whose own files fail), with why."""
+    if gym_option and only is None:
+        raise typer.BadParameter("gym options need a gym: harness gyms list NAME -o KEY=VALUE", param_hint="NAME")
+    entries = registered()
     table = Table("gym", "version", "tasks", "tools", "from")
-    for name, entry in registered().items():
+    excluded: list[str] = []
+    for name in [only] if only else entries:
+        source = entries[name].distribution if name in entries else "-"  # "-": a module:Class name
         try:
-            gym = make(name)
+            gym = make(name, **parse_options(gym_option))
             tools = gym.tools()
             missing = [t for t in tools if not t.available]
             status = (
@@ -68,10 +80,19 @@ def gyms_list() -> None:
                 if not missing
                 else "[red]missing:[/] " + "; ".join(f"{t.name} ({t.install_hint})" for t in missing)
             )
-            table.add_row(name, gym.version, str(len(gym.tasks("train"))), status, entry.distribution)
+            table.add_row(name, gym.version, str(len(gym.tasks("train"))), status, source)
+            excluded += _excluded_lines(gym)
         except Exception as exc:  # one broken plugin is shown, not fatal
-            table.add_row(name, "?", "?", f"[red]broken:[/] {exc}", entry.distribution)
+            table.add_row(name, "?", "?", f"[red]broken:[/] {escape(str(exc))}", source)
     console.print(table)
+    for line in excluded:
+        console.print(line, soft_wrap=True)  # a tool's message, unwrapped
+
+
+def _excluded_lines(gym: Gym) -> list[str]:
+    """One line per task the gym left out of its tasks, with why (a tool's message, indented)."""
+    return [f"[yellow]excluded:[/] {gym.name} {escape(task_id)}: " + escape(reason).replace("\n", "\n    ")
+            for task_id, reason in gym.excluded_tasks().items()]  # fmt: skip
 
 
 @gyms_app.command("check")
@@ -85,6 +106,9 @@ def gyms_check(
 ) -> None:
     """Conformance check: references pass, bad answers fail, timeouts end as fails."""
     gym = start_gym(name, parse_options(gym_option), split)
+    if not as_json:
+        for line in _excluded_lines(gym):
+            console.print(line, soft_wrap=True)
     done = 0
 
     def progress(check: CheckResult) -> None:
@@ -96,7 +120,7 @@ def gyms_check(
 
     report = check_gym(gym, limit=limit, split=split, workers=workers, on_check=progress)
     if as_json:
-        print(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
+        print(json.dumps({**asdict(report), "ok": report.ok, "excluded": dict(gym.excluded_tasks())}, indent=2))
     else:
         for note in report.notes:
             console.print(f"[yellow]note:[/] {note}")

@@ -45,8 +45,10 @@ class Settings:
     sim_timeout_s: float
     keep_artifacts: bool
     ccache_dir: str | None  # None: the default directory; "off": no cache
-    # (task id, simulation timeout) where a task has its own (the heavy suite); else sim_timeout_s
+    # (task id, simulation timeout) where a task has its own (heavy suite, benchmarks); else sim_timeout_s
     sim_timeouts: tuple[tuple[str, float], ...] = ()
+    # (task id, seconds) the reference took to simulate, where measured (vetted benchmark tasks)
+    reference_sim_s: tuple[tuple[str, float], ...] = ()
 
 
 _sandboxes: dict[int, Sandbox] = {}
@@ -62,9 +64,10 @@ def _sandbox() -> Sandbox:
 
 
 class VerilogEpisode(Episode):
-    def __init__(self, task: Task, max_turns: int, settings: Settings) -> None:
+    def __init__(self, task: Task, max_turns: int, settings: Settings, dataset_fault: str | None = None) -> None:
         super().__init__(task, max_turns)
         self.settings = settings
+        self.dataset_fault = dataset_fault  # why the task's own files fail here (vetting), if they do
         self.workdir: Workdir | None = None
 
     def close(self) -> None:
@@ -73,6 +76,10 @@ class VerilogEpisode(Episode):
             self.workdir = None
 
     def evaluate(self, action: str) -> Verdict:
+        if self.dataset_fault is not None:
+            why = f"the benchmark's own files fail on {self.settings.simulator}: {self.dataset_fault}"
+            return Verdict(0.0, Outcome.ERROR, f"internal error: task {self.task.id} is excluded: {why}",
+                           {"error": why, "dataset_fault": True})  # fmt: skip
         retry = RETRY if self.turn < self.max_turns else ""
         try:
             return self._evaluate(action, retry)
@@ -239,10 +246,17 @@ class VerilogEpisode(Episode):
         s = self.settings
         if ran.killed in ("timeout", "cpu-limit"):
             info["timed_out"] = True
+            limit = self._sim_timeout_s()
+            reference = dict(s.reference_sim_s).get(self.task.id)
+            if reference is None:
+                ran_past = f"The simulation did not finish within {limit:g} s."
+            else:
+                info["reference_sim_s"] = reference
+                ran_past = (f"The reference design finished in {reference:.2g} s; yours ran past the limit of "
+                            f"{limit:g} s.")  # fmt: skip
             return _fail(
-                f"The simulation did not finish within {self._sim_timeout_s():g} s. Look for a loop that never ends "
-                "(a while/for loop whose condition never changes) or a combinational loop (a signal that "
-                "depends on itself through always @* blocks or assigns)." + retry,
+                f"{ran_past} Look for a loop that never ends (a while/for loop whose condition never changes) or a "
+                "combinational loop (a signal that depends on itself through always @* blocks or assigns)." + retry,
                 info,
             )
         if s.testbench == "cocotb":

@@ -17,8 +17,13 @@ Options (strings from the command line are accepted), all optional:
   waves            true: also write a VCD waveform per turn (default false)
   keep_artifacts   true: keep work directories after close() (default false)
   compile_timeout_s, sim_timeout_s   per-step limits (defaults depend on the simulator; heavy
-                   tasks get a simulation timeout each, from their measured cost per cycle)
+                   tasks get a simulation timeout each, from their measured cost per cycle, and
+                   benchmark tasks one from their reference's time when it was vetted)
   ccache_dir       Verilator's compiler cache (default /var/tmp/heavygym-ccache; off to disable)
+
+A benchmark (`source=`) is vetted when it loads (`dataset_vetting.py`): each task's reference
+runs once under its own testbench on this simulator (cached); tasks whose own files fail are
+left out of `tasks()` and listed by `excluded_tasks()` with the tool's message.
 """
 
 from __future__ import annotations
@@ -32,12 +37,13 @@ from gyms.options import Options
 from gyms.verilog.benches import BenchOptions
 from gyms.verilog.candidates import builtin_candidates, loader_candidates
 from gyms.verilog.episode import Settings, VerilogEpisode
-from gyms.verilog.loaders import load_source
+from gyms.verilog.dataset_vetting import Vetting, vet_references
+from gyms.verilog.loaders import Loaded, load_source
 from gyms.verilog.simulators import SIMULATORS
 from gyms.verilog.spec import MODULE
 from gyms.verilog import toolchain
 from gyms.verilog.tasks import SUITES, suite_tasks
-from gyms.verilog.toolchain import package_version, tool_checks
+from gyms.verilog.toolchain import ToolMissing, package_version, tool_checks
 
 SPLITS = ("train",)
 TESTBENCHES = ("sv", "cocotb")
@@ -46,7 +52,6 @@ TESTBENCHES = ("sv", "cocotb")
 COMPILE_TIMEOUT_S = {"icarus": 10.0, "verilator": 30.0}
 SIM_BASE_S = {"sv": 2.0, "cocotb": 5.0}  # cocotb: start-up of the embedded Python (~0.2 s idle)
 SIM_PER_VECTOR_S = {"sv": 0.0005, "cocotb": 0.001}  # measured ~4 us (sv) and ~40 us (cocotb) per vector
-EXTERNAL_SIM_TIMEOUT_S = 10.0
 # Heavy tasks (10^5+ cycles at 5-110 us each on Icarus) get a timeout of their own instead of the
 # gym-wide 0.5 ms per vector: that allowance would give every heavy task ~100 s, and a hung
 # design (the replay policy's 2% of steps) would then cost 100 s per step. Their allowance is
@@ -57,6 +62,14 @@ EXTERNAL_SIM_TIMEOUT_S = 10.0
 # loops). 12x keeps a correct design inside its limit on such a machine, while a hang still
 # ends within 16-134 s.
 HEAVY_MARGIN = 12.0
+# Benchmark tasks (source=) get DATASET_MARGIN times their reference's simulation time, measured
+# when the benchmark was vetted, for the reasons above: that measurement may come from an idle
+# machine, this one has been seen at load 10 (~5x slower), and a correct design may be a few
+# times slower than the reference. The floor covers the simulator's start-up on such a machine
+# (the references of VerilogEval and RTLLM simulate in 0.01-0.1 s when idle), so a hung design
+# costs 2 s there rather than the 10 s of the former fixed limit.
+DATASET_MARGIN = 12.0
+DATASET_SIM_FLOOR_S = 2.0
 STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
 
 
@@ -111,13 +124,18 @@ class VerilogGym(Gym):
         self.compile_timeout_s = COMPILE_TIMEOUT_S[self.simulator]
         if compile_timeout_s not in (None, ""):
             self.compile_timeout_s = _OPTIONS.seconds("compile_timeout_s", compile_timeout_s)
-        self.sim_timeout_s = self._default_sim_timeout()
         self.sim_timeouts = self._task_sim_timeouts()
+        self.sim_timeout_s = self._default_sim_timeout()
         if sim_timeout_s not in (None, ""):
             self.sim_timeout_s = _OPTIONS.seconds("sim_timeout_s", sim_timeout_s)
             self.sim_timeouts = {}
         self.step_timeout_s = self.compile_timeout_s + self.sim_timeout_s + STEP_SLACK_S
         if not self.tasks():
+            excluded = self.excluded_tasks()
+            if excluded:
+                task_id, reason = next(iter(excluded.items()))
+                raise ValueError(f"source={self.source!r}: every task selected by tasks={tasks!r} is excluded "
+                                 f"({len(excluded)}), e.g. {task_id}: {reason.splitlines()[0]}")  # fmt: skip
             raise ValueError(f"no task matches tasks={tasks!r}; `harness gyms list` shows the tasks")
 
     @property
@@ -129,6 +147,7 @@ class VerilogGym(Gym):
             compile_timeout_s=self.compile_timeout_s,
             sim_timeout_s=self.sim_timeout_s,
             sim_timeouts=tuple(sorted(self.sim_timeouts.items())),
+            reference_sim_s=tuple(sorted(self._reference_sim_s().items())),
             keep_artifacts=self.keep_artifacts,
             ccache_dir=self.ccache_dir,
         )
@@ -136,28 +155,49 @@ class VerilogGym(Gym):
     def tasks(self, split: str = "train") -> list[Task]:
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; the verilog gym has the split 'train' (filter with tasks=...)")
-        return [t for t in self._all_tasks if self._selected(t)]
+        excluded = self.excluded_tasks()
+        return [t for t in self._loaded.tasks if self._selected(t.id) and t.id not in excluded]
+
+    def excluded_tasks(self) -> dict[str, str]:
+        """Selected benchmark tasks left out: folders the loader could not read, and tasks whose
+        own files fail on this simulator (with the tool's message)."""
+        found = {task_id: why for task_id, why in self._loaded.unloadable.items() if self._selected(task_id)}
+        found.update({task_id: v.message for task_id, v in self._vetting.items() if not v.ok})
+        return found
 
     @cached_property
-    def _all_tasks(self) -> list[Task]:
+    def _loaded(self) -> Loaded:
         if self.source == "builtin":
-            return [
+            return Loaded([
                 Task(t.id, t.prompt(), reference=t.reference,
                      metadata={"kind": "builtin", "category": t.category, "difficulty": t.difficulty,
                                "module": MODULE})
                 for t in suite_tasks(self.suite).values()
-            ]  # fmt: skip
+            ])  # fmt: skip
         return load_source(self.source)
 
-    def _selected(self, task: Task) -> bool:
-        short = task.id.split("/", 1)[-1]
-        name = task.id.rsplit("/", 1)[-1]
-        return any(fnmatch.fnmatchcase(x, p) for p in self.patterns for x in (task.id, short, name))
+    @cached_property
+    def _vetting(self) -> dict[str, Vetting]:
+        """The selected benchmark tasks' references, vetted on this simulator (built-in tasks: none)."""
+        if self.source == "builtin":
+            return {}
+        selected = [t for t in self._loaded.tasks if self._selected(t.id)]
+        try:
+            return vet_references(selected, self.simulator, self.compile_timeout_s, self.ccache_dir)
+        except ToolMissing as exc:
+            raise ValueError(f"source={self.source!r}: its references cannot be vetted: {exc}") from exc
+
+    def _selected(self, task_id: str) -> bool:
+        short = task_id.split("/", 1)[-1]
+        name = task_id.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(x, p) for p in self.patterns for x in (task_id, short, name))
 
     def open(self, task: Task) -> VerilogEpisode:
         if "kind" not in task.metadata:
             raise ValueError(f"task {task.id!r} is not a Verilog gym task; make tasks with VerilogGym.tasks()")
-        return VerilogEpisode(task, self.max_turns, self.settings)
+        # An excluded task's steps end as errors that name the dataset's fault, never as the model's fail.
+        fault = self.excluded_tasks().get(task.id)
+        return VerilogEpisode(task, self.max_turns, self.settings, dataset_fault=fault)
 
     def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
         if task.metadata.get("kind") == "builtin":
@@ -172,6 +212,8 @@ class VerilogGym(Gym):
         described.update(simulator=self.simulator, testbench=self.testbench, source=self.source)
         if self.source == "builtin":
             described["suite"] = self.suite
+        else:
+            described["excluded"] = str(len(self.excluded_tasks()))
         # Where the verdict comes from (docs/gyms/verilog.md): outputs compared on the host, or
         # text printed inside the sandbox (forgeable by a design that escaped the screen).
         described["forgeable"] = {"builtin": "no", "verilog-eval": "only problems whose replay fails"}.get(
@@ -182,19 +224,21 @@ class VerilogGym(Gym):
 
     def _default_sim_timeout(self) -> float:
         if self.source != "builtin":
-            return EXTERNAL_SIM_TIMEOUT_S
+            return max(self.sim_timeouts.values(), default=DATASET_SIM_FLOOR_S)  # the step timeout covers the longest
         # The longest task of the suite (not of the `tasks=` selection: the limit does not
         # depend on which tasks a run picks).
         tasks = suite_tasks(self.suite).values()
         if all(t.cycle_cost_us is not None for t in tasks):
-            return max(self._task_sim_timeouts().values())  # the step timeout covers the longest
+            return max(self.sim_timeouts.values())  # the step timeout covers the longest
         longest = max((self.vectors or t.vectors) * self.sequences for t in tasks)
         return SIM_BASE_S[self.testbench] + longest * SIM_PER_VECTOR_S[self.testbench]
 
     def _task_sim_timeouts(self) -> dict[str, float]:
-        """The simulation timeout of each task that has a measured cost per cycle (the heavy suite)."""
+        """The simulation timeout of each task with a measured cost: the heavy suite's (per cycle)
+        and vetted benchmark tasks' (their reference's run)."""
         if self.source != "builtin":
-            return {}
+            return {task_id: max(DATASET_SIM_FLOOR_S, round(DATASET_MARGIN * seconds, 1))
+                    for task_id, seconds in self._reference_sim_s().items()}  # fmt: skip
         found = {}
         for t in suite_tasks(self.suite).values():
             if t.cycle_cost_us is None:
@@ -205,3 +249,7 @@ class VerilogGym(Gym):
             count = (self.vectors or t.vectors) * self.sequences
             found[t.id] = round(SIM_BASE_S[self.testbench] + count * per_vector, 1)
         return found
+
+    def _reference_sim_s(self) -> dict[str, float]:
+        """The reference's simulation time of each usable benchmark task, as measured when vetted."""
+        return {task_id: v.sim_s for task_id, v in self._vetting.items() if v.ok}

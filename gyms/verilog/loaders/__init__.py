@@ -2,21 +2,23 @@
 
 The data is not shipped (licences, size): point the gym at a local copy. Each loader turns a
 problem into a `Task` whose metadata names its files; the episode copies them into its own
-work directory and runs them with this gym's simulator backends.
+work directory and runs them with this gym's simulator backends. A loader returns a `Loaded`:
+the tasks, and every problem it found but could not make a task, with the reason (or a plain
+list of tasks where it has nothing to report).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gyms.base import Task
+from gyms.verilog.loaders.common import Loaded
 from gyms.verilog.loaders.rtllm import rtllm_tasks
 from gyms.verilog.loaders.verilog_eval import verilog_eval_tasks
 
 LOADERS = {"verilog-eval": verilog_eval_tasks, "rtllm": rtllm_tasks}
 
 
-def load_source(source: str) -> list[Task]:
+def load_source(source: str) -> Loaded:
     kind, sep, path = source.partition(":")
     if not sep or kind not in LOADERS or not path:
         raise ValueError(
@@ -26,4 +28,5 @@ def load_source(source: str) -> list[Task]:
     root = Path(path).expanduser()
     if not root.is_dir():
         raise ValueError(f"source={source!r}: {root} is not a directory")
-    return LOADERS[kind](root.resolve())
+    found = LOADERS[kind](root.resolve())
+    return found if isinstance(found, Loaded) else Loaded(list(found))

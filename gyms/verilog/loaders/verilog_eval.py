@@ -10,23 +10,27 @@ import re
 from pathlib import Path
 
 from gyms.base import Task
-from gyms.verilog.loaders.common import instruction, reference_ports
+from gyms.verilog.loaders.common import Loaded, instruction, reference_ports
 
 MODULE = "TopModule"
 REF_MODULE = "RefModule"
 _PROMPT = re.compile(r"^(Prob\d+_\w+?)_prompt\.txt$")
 
 
-def verilog_eval_tasks(root: Path) -> list[Task]:
+def verilog_eval_tasks(root: Path) -> Loaded:
     tasks = []
+    unloadable = {}
     for prompt in sorted(root.glob("Prob*_prompt.txt")):
         found = _PROMPT.match(prompt.name)
         if found is None:
+            unloadable[f"verilog-eval/{prompt.name}"] = f"{prompt.name}: not named ProbNNN_name_prompt.txt"
             continue
         stem = found.group(1)
         ref, test = root / f"{stem}_ref.sv", root / f"{stem}_test.sv"
-        if not (ref.is_file() and test.is_file()):
-            continue  # e.g. a code-completion variant without a testbench
+        missing = [p.name for p in (ref, test) if not p.is_file()]
+        if missing:  # e.g. a code-completion variant without a testbench
+            unloadable[f"verilog-eval/{stem}"] = f"{prompt.name}: no {' and no '.join(missing)} beside it"
+            continue
         reference = re.sub(rf"\bmodule\s+{REF_MODULE}\b", f"module {MODULE}", ref.read_text(errors="replace"))
         tasks.append(
             Task(
@@ -42,4 +46,4 @@ def verilog_eval_tasks(root: Path) -> list[Task]:
             f"no VerilogEval problems under {root}: expected ProbNNN_name_prompt.txt with _ref.sv and _test.sv "
             "beside it (the dataset_spec-to-rtl directory of VerilogEval v2)"
         )
-    return tasks
+    return Loaded(tasks, unloadable)
