@@ -106,7 +106,7 @@ def test_a_bad_row_is_one_error_naming_the_line(tmp_path: Path, line: str, says:
 
 
 def test_the_minif2f_lean4_folders_load_as_test_and_train() -> None:
-    gym = LeanGym(source=str(FOLDERS))  # MiniF2F.lean, Test.lean, Valid.lean hold only imports
+    gym = LeanGym(source=str(FOLDERS), backend="native")  # MiniF2F.lean, Test.lean, Valid.lean hold only imports
     assert [t.id for t in gym.tasks("train")] == [
         "dir/MiniF2F/Valid/toy_cube_sum",
         "dir/MiniF2F/Valid/toy_even_square",
@@ -172,7 +172,7 @@ def test_a_plain_folder_of_lean_files_is_train() -> None:
 
 
 def test_an_unknown_split_names_the_splits() -> None:
-    gym = LeanGym(source=str(JSONL))
+    gym = LeanGym(source=str(JSONL), backend="native")
     with pytest.raises(ValueError, match=r"unknown split 'valid'; the lean gym has splits train, test \(miniF2F's"):
         gym.tasks("valid")
 
@@ -181,13 +181,26 @@ def test_an_unknown_split_names_the_splits() -> None:
 
 
 @pytest.mark.parametrize("source", [JSONL, FOLDERS, FILES])
-def test_mathlib_tasks_load_on_wasm_and_opening_one_says_use_native(source: Path) -> None:
-    gym = LeanGym(source=str(source))  # the default backend, wasm
-    task = gym.tasks("test")[0]
-    with pytest.raises(ValueError, match=rf"task '{re.escape(task.id)}' needs Mathlib.* use backend=native with repl="):
-        gym.open(task)
+def test_a_mathlib_source_is_refused_on_wasm_and_loads_on_native(source: Path) -> None:
+    with pytest.raises(ValueError, match=rf"source '{re.escape(str(source))}': the wasm Lean has core Lean only, "
+                                         "no Mathlib: use backend=native with repl="):  # fmt: skip
+        LeanGym(source=str(source))  # the default backend, wasm
     native = LeanGym(source=str(source), backend="native", repl="/nonexistent/repl")
-    assert native.open(task).task is task
+    task = native.tasks("test")[0]
+    assert native.open(task).task is task and native.excluded_tasks() == {}
+
+
+def test_on_wasm_the_mathlib_tasks_of_a_mixed_source_are_left_out_and_listed(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "problems", tmp_path / "problems")
+    (tmp_path / "problems" / "core_only.lean").write_text("theorem core_only (a : Nat) : a + 0 = a := by\n")
+    gym = LeanGym(source=str(tmp_path / "problems"))
+    assert [t.id for t in gym.tasks("train")] == ["dir/core_only"]
+    excluded = gym.excluded_tasks()
+    assert sorted(excluded) == ["dir/algebra/toy_abs", "dir/toy_square"]
+    assert all(reason.startswith("needs Mathlib: ") and "backend=native" in reason for reason in excluded.values())
+    mathlib_task = LeanGym(source=str(tmp_path / "problems"), backend="native").tasks("train")[0]
+    with pytest.raises(ValueError, match=rf"task '{re.escape(mathlib_task.id)}' needs Mathlib.* use backend=native"):
+        gym.open(mathlib_task)  # a task made elsewhere is refused too, never checked without its imports
 
 
 def _core_only_endings(directory: Path) -> Path:

@@ -3,7 +3,8 @@
 Options (strings from the command line are accepted), all optional:
   source           core (default: the built-in tasks), a miniF2F .jsonl file (DeepSeek-Prover's),
                    or a directory of .lean files (a miniF2F-lean4 checkout); tasks that import
-                   Mathlib load on any backend but are checked only on backend=native
+                   Mathlib need backend=native: on wasm they are left out and listed by
+                   `harness gyms list`, and a source with no other task is refused
   suite            which built-in tasks (source=core): core (default: quick checks) or heavy
                    (tasks/heavy.lean: checks that cost real kernel work, ~0.5-3 s each)
   backend          wasm (default: the patched npm Lean under node) or native
@@ -45,6 +46,10 @@ LOOP_PROOF = """by
   exact absurd h (by decide)"""
 
 
+NEEDS_MATHLIB = (
+    "the wasm Lean has core Lean only, no Mathlib: use backend=native with repl=/path/to/repl and "
+    "project=/path/to/a/Lean/project/with/Mathlib"
+)
 _OPTIONS = Options("lean")
 
 
@@ -91,6 +96,8 @@ class LeanGym(Gym):
             lean=lean or None,
         )
         self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
+        if self._tasks and all(self._unusable(t) for t in self._tasks):  # refused now, not at the first step
+            raise ValueError(f"lean gym source {self.source!r}: {NEEDS_MATHLIB}")
         # The longest step: a check, plus starting a checker (after a crash or a timeout) or a cold lean.
         start = (
             self.settings.make_backend().start_timeout_s if self.settings.mode == "warm" else self.settings.cold_start_s
@@ -112,16 +119,20 @@ class LeanGym(Gym):
 
     def tasks(self, split: str = "train") -> list[Task]:
         check_split(split)
-        return [t.to_task() for t in self._tasks if t.split == split]
+        return [t.to_task() for t in self._tasks if t.split == split and not self._unusable(t)]
+
+    def excluded_tasks(self) -> dict[str, str]:
+        return {t.id: f"needs Mathlib: {NEEDS_MATHLIB}" for t in self._tasks if self._unusable(t)}
+
+    def _unusable(self, task: LeanTask) -> bool:
+        """A task whose header imports Mathlib (or any module beyond core Lean) cannot be checked on the wasm Lean."""
+        return task.requires_mathlib and self.settings.backend == "wasm"
 
     def open(self, task: Task) -> LeanEpisode:
         if "statement" not in task.metadata:
             raise ValueError(f"task {task.id!r} has no metadata['statement']; make Lean tasks with LeanGym.tasks()")
         if task.metadata.get("requires_mathlib") and self.settings.backend == "wasm":
-            raise ValueError(
-                f"task {task.id!r} needs Mathlib (its header imports more than core Lean), which the wasm Lean does "
-                "not have: use backend=native with repl=/path/to/repl and project=/path/to/a/Lean/project/with/Mathlib"
-            )
+            raise ValueError(f"task {task.id!r} needs Mathlib (its header imports more than core Lean): {NEEDS_MATHLIB}")
         return LeanEpisode(task, self.max_turns, self.settings)
 
     def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
