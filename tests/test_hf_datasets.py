@@ -142,8 +142,9 @@ def test_bad_rows_are_named(tmp_path: Path, change: dict, problem: str) -> None:
 @needs_icarus
 def test_a_materialised_problem_is_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEAVYGYM_TRACE_CACHE", str(tmp_path / "traces"))
-    (task,) = [t for t in hf_dataset_tasks(saved(tmp_path / "ds", verilog_rows())).tasks if "count_down" in t.id]
-    gym = VerilogGym(source=f"verilog-eval:{VERILOG_EVAL}")  # its settings; the task brings its own files
+    monkeypatch.setenv("HEAVYGYM_VETTING_CACHE", str(tmp_path / "vetting"))
+    gym = VerilogGym(source=f"hf-verilog:{saved(tmp_path / 'ds', verilog_rows())}", tasks="*count_down")
+    (task,) = gym.tasks()
     with gym.open(task) as episode:
         right = episode.step(answer(task.reference))
     with gym.open(task) as episode:

@@ -1,10 +1,10 @@
-"""Public benchmarks read from disk, as tasks of this gym: `source=verilog-eval:PATH`, `source=rtllm:PATH`.
+"""Public benchmarks read from disk, as tasks of this gym: `source=verilog-eval:PATH`, `source=rtllm:PATH`,
+`source=hf-verilog:PATH` (VerilogEval v2 saved as a Hugging Face dataset).
 
 The data is not shipped (licences, size): point the gym at a local copy. Each loader turns a
 problem into a `Task` whose metadata names its files; the episode copies them into its own
 work directory and runs them with this gym's simulator backends. A loader returns a `Loaded`:
-the tasks, and every problem it found but could not make a task, with the reason (or a plain
-list of tasks where it has nothing to report).
+the tasks, and every problem it found but could not make a task, with the reason.
 """
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from gyms.verilog.loaders.common import Loaded
+from gyms.verilog.loaders.hf_dataset import hf_dataset_tasks
 from gyms.verilog.loaders.rtllm import rtllm_tasks
 from gyms.verilog.loaders.verilog_eval import verilog_eval_tasks
 
-LOADERS = {"verilog-eval": verilog_eval_tasks, "rtllm": rtllm_tasks}
+LOADERS = {"verilog-eval": verilog_eval_tasks, "rtllm": rtllm_tasks, "hf-verilog": hf_dataset_tasks}
 
 
 def load_source(source: str) -> Loaded:
     kind, sep, path = source.partition(":")
     if not sep or kind not in LOADERS or not path:
         raise ValueError(
-            f"source={source!r} is not understood; use builtin, verilog-eval:/path/to/dataset_spec-to-rtl "
-            "or rtllm:/path/to/RTLLM"
+            f"source={source!r} is not understood; use builtin, verilog-eval:/path/to/dataset_spec-to-rtl, "
+            "rtllm:/path/to/RTLLM or hf-verilog:/path/to/a/saved/dataset"
         )
     root = Path(path).expanduser()
-    if not root.is_dir():
+    if not (root.is_dir() or (kind == "hf-verilog" and root.is_file())):  # a dataset may be one parquet file
         raise ValueError(f"source={source!r}: {root} is not a directory")
-    found = LOADERS[kind](root.resolve())
-    return found if isinstance(found, Loaded) else Loaded(list(found))
+    return LOADERS[kind](root.resolve())
