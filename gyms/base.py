@@ -73,12 +73,18 @@ class Candidate:
 
     `expect` is what the gym promises: `pass` (outcome pass, reward 1), `fail` (anything but a
     pass), or `timeout` (the action never terminates and must end as a `fail` within the
-    gym's step timeout).
+    gym's step timeout, stopped by its time limit: the step's `info["timed_out"]` is true).
+
+    `stage` is what the action exercises, for gyms that report where a step ended in
+    `info["stage"]`: a `fail` action must end there (a syntax error at the compile stage, not
+    later); a `timeout` action must be stopped there, and one that the gym refused before it
+    got there (a pre-check, a screen, a build) tested nothing: its check is not applicable.
     """
 
     action: str
     expect: Literal["pass", "fail", "timeout"]
     label: str
+    stage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,12 @@ class Gym(ABC):
         if task.reference is None:
             return []
         return [Candidate(task.reference, "pass", "reference")]
+
+    def with_short_time_limits(self) -> Gym:
+        """This gym with time limits just long enough to see a hang stopped, for the conformance
+        check's `timeout` candidates (waiting out the full limit once per task is most of a
+        check's time). The default is the gym itself."""
+        return self
 
     def tools(self) -> list[ToolCheck]:
         """The external tools this gym runs, with their availability."""

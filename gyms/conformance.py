@@ -4,13 +4,24 @@ For each task (up to a limit): the reference passes with reward 1; every known-b
 does not pass; a candidate that never terminates ends as a `fail` within the gym's step
 timeout; empty and garbage actions end as a `fail` with readable feedback, never an `error`
 or a traceback. Every call goes through a `GymPool`, as in training.
+
+A known-bad candidate must also exercise what it claims, or its check proves nothing: a
+`timeout` candidate must be stopped by the time limit (`info["timed_out"]`), and one with a
+`stage` must end at that stage (`info["stage"]`). A `timeout` candidate the gym refused before
+that stage (a pre-check, a build) is *not applicable*: reported with the reason, neither passed
+nor a violation. One that ran and finished is a violation: the candidate does not hang.
+
+`timeout` candidates run on `gym.with_short_time_limits()`: the stop is observed on every task
+without waiting out each task's full limit, which would be most of the check's time. The first
+one runs on the gym itself, so the full limit is seen to end a hang within the step timeout too.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gyms.base import Candidate, Gym, Outcome
 from gyms.pool import GymPool, StepCall
@@ -30,6 +41,10 @@ GARBAGE_ACTIONS = {
 }
 # How far past its own step timeout a non-terminating action may take to come back as `fail`.
 TIMEOUT_SLACK_S = 3.0
+HANG_FINISHED = (
+    "the non-terminating candidate ended without being stopped by the time limit (info['timed_out'] is not true): "
+    "the candidate does not hang, so it tests nothing"
+)
 
 
 @dataclass(frozen=True)
@@ -42,10 +57,15 @@ class CheckResult:
     service_s: float
     observation: str
     problem: str | None  # None when the gym kept its promise
+    not_applicable: str | None = None  # why the candidate tested nothing (it never reached its stage)
 
     @property
     def ok(self) -> bool:
         return self.problem is None
+
+    @property
+    def status(self) -> str:
+        return "violation" if self.problem else "not applicable" if self.not_applicable else "ok"
 
 
 @dataclass
@@ -58,6 +78,10 @@ class ConformanceReport:
     @property
     def violations(self) -> list[CheckResult]:
         return [c for c in self.checks if not c.ok]
+
+    @property
+    def not_applicable(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status == "not applicable"]
 
     @property
     def ok(self) -> bool:
@@ -88,24 +112,36 @@ def check_gym(
             )
         planned += [(task, c) for c in candidates]
         planned += [(task, Candidate(action, "fail", label)) for label, action in GARBAGE_ACTIONS.items()]
-    if not any(c.expect == "timeout" for _, c in planned):
+    hangs = [c for _, c in planned if c.expect == "timeout"]
+    if not hangs:
         report.notes.append("the gym offers no non-terminating candidate, so its timeout was not exercised")
+    short = gym.with_short_time_limits()
+    if short is not gym and len(hangs) > 1:
+        report.notes.append(
+            f"non-terminating candidates ran under the gym's short time limits (step timeout {short.step_timeout_s:g} s), "
+            f"the first under its own ({gym.step_timeout_s:g} s)"
+        )
 
     with GymPool(workers, step_timeout_s=gym.step_timeout_s) as pool:
-        futures = [(task, c, pool.submit(gym.open(task), c.action)) for task, c in planned]
-        for task, candidate, future in futures:
+        futures = []
+        for task, c in planned:
+            runner = short if c.expect == "timeout" and c is not hangs[0] else gym
+            futures.append((task, c, runner.step_timeout_s, pool.submit(runner.open(task), c.action)))
+        for task, candidate, timeout_s, future in futures:
             call = future.result()
             call.episode.close()
-            result = _judge(task.id, candidate, call, gym.step_timeout_s)
+            result = _judge(task.id, candidate, call, timeout_s)
             report.checks.append(result)
             if on_check is not None:
                 on_check(result)
+    if hangs and all(c.status == "not applicable" for c in report.checks if c.expect == "timeout"):
+        report.notes.append("no non-terminating candidate reached the stage it exercises: the timeout was not exercised")
     return report
 
 
 def _judge(task_id: str, candidate: Candidate, call: StepCall, timeout_s: float) -> CheckResult:
     res = call.result
-    problem = None
+    problem = not_applicable = None
     if res.outcome is Outcome.ERROR:
         problem = f"infrastructure error: {res.info.get('error', res.observation)}"
     elif candidate.expect == "pass" and (res.outcome is not Outcome.PASS or res.reward != 1.0):
@@ -118,6 +154,8 @@ def _judge(task_id: str, candidate: Candidate, call: StepCall, timeout_s: float)
         problem = "no feedback for a failed action"
     elif "Traceback (most recent call last)" in res.observation:
         problem = "the feedback contains a Python traceback"
+    elif candidate.expect != "pass":
+        problem, not_applicable = _exercised(candidate, res.info, res.observation)
     return CheckResult(
         task_id=task_id,
         label=candidate.label,
@@ -127,4 +165,22 @@ def _judge(task_id: str, candidate: Candidate, call: StepCall, timeout_s: float)
         service_s=call.service_s,
         observation=res.observation[:300],
         problem=problem,
+        not_applicable=not_applicable,
     )
+
+
+def _exercised(candidate: Candidate, info: Mapping[str, Any], observation: str) -> tuple[str | None, str | None]:
+    """(problem, why not applicable) of a known-bad candidate's claim: what it was meant to exercise."""
+    stage = info.get("stage")
+    if candidate.stage is not None and stage is None:
+        return f"the candidate claims stage {candidate.stage!r}, but the gym reports no info['stage']", None
+    if candidate.expect == "timeout":
+        if info.get("timed_out") is True:
+            return None, None
+        if candidate.stage is not None and stage != candidate.stage:
+            reason = " ".join(observation.split())[:200]  # the gym's feedback, on one line
+            return None, f"it never reached stage {candidate.stage!r}: it ended at {stage!r} ({reason})"
+        return HANG_FINISHED, None
+    if candidate.stage is not None and stage != candidate.stage:
+        return f"the candidate should fail at stage {candidate.stage!r} but ended at {stage!r}: it tests another", None
+    return None, None

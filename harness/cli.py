@@ -114,23 +114,27 @@ def gyms_check(
     def progress(check: CheckResult) -> None:
         nonlocal done
         done += 1
-        if not as_json and (not check.ok or done % 25 == 0):
-            mark = "[green]ok[/]" if check.ok else f"[red]VIOLATION[/] {check.problem}"
-            console.print(f"  {done:5d}  {check.task_id} / {check.label}: {mark}")
+        if not as_json and (check.status != "ok" or done % 25 == 0):
+            mark = {"ok": "[green]ok[/]", "not applicable": "[yellow]not applicable[/]"}.get(check.status, "[red]VIOLATION[/]")
+            why = escape(check.problem or check.not_applicable or "")
+            console.print(f"  {done:5d}  {check.task_id} / {check.label}: {mark} {why}".rstrip())
 
     report = check_gym(gym, limit=limit, split=split, workers=workers, on_check=progress)
     if as_json:
-        print(json.dumps({**asdict(report), "ok": report.ok, "excluded": dict(gym.excluded_tasks())}, indent=2))
+        counts = {"violations": len(report.violations), "not_applicable": len(report.not_applicable)}
+        print(json.dumps({**asdict(report), "ok": report.ok, **counts, "excluded": dict(gym.excluded_tasks())}, indent=2))
     else:
         for note in report.notes:
             console.print(f"[yellow]note:[/] {note}")
         verdict = "[green]PASS[/]" if report.ok else "[red]FAIL[/]"
         console.print(
             f"{verdict} gym {gym.name} {gym.version}: {report.tasks} tasks, {len(report.checks)} checks, "
-            f"{len(report.violations)} violations"
+            f"{len(report.violations)} violations, {len(report.not_applicable)} not applicable"
         )
         for v in report.violations:
-            console.print(f"  [red]{v.task_id} / {v.label}[/] (expected {v.expect}): {v.problem}")
+            console.print(f"  [red]{v.task_id} / {v.label}[/] (expected {v.expect}): {escape(v.problem or '')}")
+        for c in report.not_applicable:  # the candidate tested nothing: neither passed nor a violation
+            console.print(f"  [yellow]not applicable:[/] {c.task_id} / {c.label}: {escape(c.not_applicable or '')}")
     raise typer.Exit(0 if report.ok else 1)
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from gyms import Candidate, Episode, Gym, Outcome, Task, Verdict, hostfs
-from gyms.sandbox import _OWNER_NAME, Sandbox, Workdir, shm_root, uids_of
+from gyms.sandbox import _OWNER_NAME, Limits, Sandbox, Workdir, shm_root, uids_of
 
 _kept: list = []  # sandboxed processes this worker started and keeps running
 _warm: dict[str, tuple[Workdir, object]] = {}  # tag -> this worker's warm checker: its directory, its process
@@ -100,6 +100,58 @@ class LyingGym(ToyGym):
             Candidate("sleep:60", "timeout", "hang"),  # beyond the host timeout: an error
             Candidate("raise", "fail", "gym-bug"),
         ]
+
+
+class StagedEpisode(Episode):
+    """Checks an answer in stages, as real gyms do, and says in `info["stage"]` where it ended:
+    `refused` is stopped by a screen, `broken` at `compile`; everything else gets to `run`, where
+    `loop` runs a sandboxed process that never ends until the time limit stops it, and `pass` passes."""
+
+    def __init__(self, task: Task, max_turns: int, limit_s: float) -> None:
+        super().__init__(task, max_turns)
+        self.limit_s = limit_s
+
+    def evaluate(self, action: str) -> Verdict:
+        if action == "refused":
+            return Verdict(0.0, Outcome.FAIL, "the screen refused the answer", {"stage": "screen"})
+        if action == "broken":
+            return Verdict(0.0, Outcome.FAIL, "the answer does not compile", {"stage": "compile"})
+        if action == "pass":
+            return Verdict(1.0, Outcome.PASS, "well done", {"stage": "run"})
+        if action != "loop":
+            return Verdict(0.0, Outcome.FAIL, "the answer ran and is wrong", {"stage": "run"})
+        sandbox = Sandbox()
+        with sandbox.workdir() as workdir:
+            ran = sandbox.run(["sleep", "600"], workdir, limits=Limits(wall_s=self.limit_s))
+        timed_out = ran.killed == "timeout"
+        feedback = f"stopped by the {self.limit_s:g} s limit" if timed_out else "the run ended"
+        return Verdict(0.0, Outcome.FAIL, feedback, {"stage": "run", "timed_out": timed_out})
+
+
+class StagedGym(ToyGym):
+    """One task per candidate given (`expect:stage:action`, `;`-separated) and a time limit of
+    `limit_s`; its short-limit variant for the conformance check's hangs uses `short_limit_s`."""
+
+    name = "staged"
+
+    def __init__(self, candidates: str, limit_s: float | str = 2.0, short_limit_s: float | str = 0.2) -> None:
+        super().__init__(tasks=1)
+        self.planned = [Candidate(action, expect, f"{expect}:{action}", stage=stage or None)  # type: ignore[arg-type]
+                        for expect, stage, action in (c.split(":") for c in candidates.split(";"))]  # fmt: skip
+        self.limit_s = float(limit_s)
+        self.short_limit_s = float(short_limit_s)
+        self.step_timeout_s = self.limit_s + 2.0
+
+    def open(self, task: Task) -> Episode:
+        return StagedEpisode(task, self.max_turns, self.limit_s)
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        return [*super().candidates(task, rng), *self.planned]
+
+    def with_short_time_limits(self) -> StagedGym:
+        short = StagedGym("pass::pass", self.short_limit_s, self.short_limit_s)
+        short.planned = self.planned
+        return short
 
 
 class FilesGym(ToyGym):

@@ -66,7 +66,8 @@ class ModelicaEpisode(Episode):
     def _score(self, source: str, setup: Setup, retry: str) -> Verdict:
         reference = self._reference(setup)
         candidate = self._simulate(_request(source, setup, parameters=setup.tune))
-        info: dict[str, Any] = {"status": candidate.status, "backend": self.config.kind, "simulate_s": candidate.seconds}
+        info: dict[str, Any] = {"status": candidate.status, "timed_out": candidate.status == "timeout",
+                                "backend": self.config.kind, "simulate_s": candidate.seconds}  # fmt: skip
         if candidate.status == "crash":
             self._reference(setup, fresh=True)  # raises if the backend itself is broken
         if not candidate.ok:

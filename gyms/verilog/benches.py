@@ -119,6 +119,19 @@ def _modules_in(*files: Path) -> frozenset[str]:
 
 _MISMATCHES = re.compile(r"Mismatches:\s*(\d+)\s+in\s+(\d+)\s+samples")
 _HINT = re.compile(r"^Hint: .*$", re.MULTILINE)
+_OUTPUT_FAILS = re.compile(r"^Hint: Output '[^']*' has \d+ mismatches")
+_OUTPUT_PASSES = re.compile(r"^Hint: Output '[^']*' has no mismatches")
+TESTBENCH_HEADING = "The testbench reports:"
+MAX_LINE_CHARS = 200  # a testbench line shown to the model, at most
+
+
+def _hints(output: str) -> tuple[str, ...]:
+    """VerilogEval's hints, failing outputs first (each with the time of its first mismatch);
+    an output without mismatches is left out when another has some, so the fault leads."""
+    hints = [h[:MAX_LINE_CHARS] for h in _HINT.findall(output)]
+    failing = [h for h in hints if _OUTPUT_FAILS.match(h)]
+    rest = [h for h in hints if not _OUTPUT_FAILS.match(h) and not (failing and _OUTPUT_PASSES.match(h))]
+    return tuple(failing[:MAX_SHOWN] + rest[:MAX_SHOWN])
 
 
 class VerilogEvalBench:
@@ -154,7 +167,7 @@ class VerilogEvalBench:
         if not found:
             return NoVerdict("the testbench printed no verdict", started=True)
         mismatches, samples = (int(x) for x in found[-1])
-        return Score(max(samples - mismatches, 0), samples, tuple(_HINT.findall(output)[:MAX_SHOWN]))
+        return Score(max(samples - mismatches, 0), samples, _hints(output), TESTBENCH_HEADING)
 
 
 class ReplayBench:
@@ -183,6 +196,8 @@ class ReplayBench:
 
 
 _PASSED = "Your Design Passed"
+_FAILED = re.compile(r"Fail|Error|error|failures")
+_SIMULATOR_LINE = re.compile(r"^(VCD (info|warning)|- |.*\$finish)")  # Icarus' and Verilator's own chatter
 
 
 class RtllmBench:
@@ -214,11 +229,17 @@ class RtllmBench:
     def score(self, job: Job, output: str) -> Score | NoVerdict:
         if _PASSED in output:
             return Score(1, 1, ())
+        lines = (line.strip() for line in output.splitlines())
+        printed = [line[:MAX_LINE_CHARS] for line in lines if line and not _SIMULATOR_LINE.match(line)]
+        failures = [line for line in printed if _FAILED.search(line)]
         # Only a testbench that ran to its report counts as a verdict.
-        failed = re.search(r"^.*(?:Fail|Error|error|failures).*$", output, re.MULTILINE)
-        if failed is None:
+        if not failures:
             return NoVerdict("the testbench printed no verdict", started=True)
-        return Score(0, 1, (failed.group(0).strip(),))
+        # Its report (the last failure line) first, then its other failure lines, then what else it
+        # printed (values some testbenches show at each check).
+        report = failures[-1]
+        others = failures[:-1] + [line for line in printed if not _FAILED.search(line)]
+        return Score(0, 1, (report, *others[: MAX_SHOWN - 1]), TESTBENCH_HEADING)
 
 
 def make_bench(task: Task, options: BenchOptions) -> Bench:

@@ -1,6 +1,10 @@
 """Known answers for replay and the conformance check: the reference, vetted mutants, a design
 that does not compile and one that never finishes.
 
+The last two say what they exercise (`Candidate.stage`, matched against the episode's
+`info["stage"]`): the syntax error must be refused by the pre-check (where pyslang parses the
+design); the hang must reach the simulation and be stopped there by the time limit.
+
 A mutant is only offered as a known-bad answer if it was seen to fail. `vetted_mutants.json`
 (written by `python -m gyms.verilog.vet --write`) lists, per task, mutants that failed with
 reward <= 0.9 under every vetted seed at the task's default vector count; the vectors of a
@@ -59,8 +63,8 @@ def builtin_candidates(task: Task, rng: random.Random, settings: Settings) -> li
     return [
         Candidate(answer(design.reference), "pass", "reference"),
         *(Candidate(answer(m.text), "fail", m.label) for m in chosen),
-        Candidate(answer(without_first_semicolon(design.reference)), "fail", "syntax-error"),
-        Candidate(answer(never_finishing(design.reference, MODULE, ports)), "timeout", "never-finishes"),
+        syntax_error(design.reference),
+        hang(design.reference, MODULE, ports),
     ]
 
 
@@ -68,17 +72,21 @@ def loader_candidates(task: Task) -> list[Candidate]:
     """Benchmark tasks: their reference (renamed to the module asked for) and the two fixed bad ones."""
     if task.reference is None:
         return []
-    found = [
-        Candidate(answer(task.reference), "pass", "reference"),
-        Candidate(answer(without_first_semicolon(task.reference)), "fail", "syntax-error"),
-    ]
+    found = [Candidate(answer(task.reference), "pass", "reference"), syntax_error(task.reference)]
     ports = task.metadata.get("ports")
     if ports:
         spec = [PortSpec(*p) for p in ports]
         if any(p.direction == "output" for p in spec):
-            found.append(Candidate(answer(never_finishing(task.reference, task.metadata["module"], spec)), "timeout",
-                                   "never-finishes"))  # fmt: skip
+            found.append(hang(task.reference, task.metadata["module"], spec))
     return found
+
+
+def syntax_error(reference: str) -> Candidate:
+    return Candidate(answer(without_first_semicolon(reference)), "fail", "syntax-error", stage="precheck")
+
+
+def hang(reference: str, module: str, ports: list[PortSpec]) -> Candidate:
+    return Candidate(answer(never_finishing(reference, module, ports)), "timeout", "never-finishes", stage="simulate")
 
 
 def _vetted_setting(design: DesignTask, settings: Settings) -> bool:

@@ -100,7 +100,8 @@ class VerilogEpisode(Episode):
         started = time.monotonic()
         # Printing is refused where the verdict is printed text (forgeable benches).
         checked = precheck(code, bench.module, bench.expected_ports, not bench.forgeable, bench.reserved_modules)
-        info: dict[str, Any] = {"precheck_s": round(time.monotonic() - started, 4), "forgeable": bench.forgeable}
+        info: dict[str, Any] = {"stage": "precheck", "precheck_s": round(time.monotonic() - started, 4),
+                                "forgeable": bench.forgeable}  # fmt: skip
         if bench.forgeable:
             info["forgeable_reason"] = getattr(bench, "forgeable_reason", "")
         if not checked.ok:
@@ -122,11 +123,11 @@ class VerilogEpisode(Episode):
                 raise ValueError(f"task {self.task.id}: the cocotb testbench exists for built-in tasks only")
             cocotb_bench.bench_files(bench.task, job, s.bench.waves, s.simulator)
         built = self._build(job, build)
-        info.update(build_s=round(built.wall_s, 3), build_log=str(_log(job, "build.log", built)))
+        info.update(stage="build", build_s=round(built.wall_s, 3), build_log=str(_log(job, "build.log", built)))
         if not built.ok:
             return self._build_failed(built, info, retry)
         ran = self._simulate(job, build)
-        info.update(sim_s=round(ran.wall_s, 3), sim_log=str(_log(job, "sim.log", ran)))
+        info.update(stage="simulate", sim_s=round(ran.wall_s, 3), sim_log=str(_log(job, "sim.log", ran)))
         if s.bench.waves and job.has_file(WAVES):
             info["waves"] = str(job.path / WAVES)
         score = bench.score(job, ran.stdout)
@@ -293,7 +294,7 @@ def _scored(score: Score, info: dict[str, Any], retry: str) -> Verdict:
         return Verdict(1.0, Outcome.PASS, f"Correct: {checks} passed.", info)
     lines = [f"{score.passed} of {score.total} checks passed."]
     if score.mismatches:
-        lines += ["First mismatches:", *score.mismatches]
+        lines += [score.heading, *score.mismatches]
     return Verdict(score.reward, Outcome.FAIL, "\n".join(lines) + retry, info)
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from gyms.verilog.precheck import PortSpec, require_pyslang
 
 try:
-    from pyslang import parsing, syntax
+    import pyslang
+    from pyslang import ast, parsing, syntax
 except ImportError:  # require_pyslang() says what to install
     pass
 
@@ -159,31 +160,91 @@ def never_finishing(reference: str, module: str, ports: Sequence[PortSpec]) -> s
     """The reference wrapped so that its first output passes through a loop that never exits.
 
     The classic mistake: a while loop in combinational logic whose counter is never
-    incremented. Simulators cannot see it at compile time; simulation hangs at the first
-    change of that output, so only the timeout ends it.
+    incremented. Simulators cannot see it at compile time; `always_comb` runs it at time 0,
+    so the simulation hangs before the first sample and only the timeout ends it.
+
+    The wrapper must reach the simulator wherever the reference does, so it keeps what a
+    testbench relies on: the module's name, its ports in their order (RTLLM testbenches connect
+    by position too) and its overridable parameters (a testbench may set one, as RTLLM's
+    `multi_pipe_4bit #(.size(4))` does), passed on to the renamed reference. The module is
+    renamed at its declaration in the syntax tree, so a comment or another module that mentions
+    the name is left alone, whatever the port style; the wrapper comes after the reference, so a
+    `timescale there covers both.
     """
-    inner = re.sub(rf"\bmodule\s+{re.escape(module)}\b", f"module {module}_core", reference, count=1)
+    require_pyslang()
+    tree = syntax.SyntaxTree.fromText(reference, "reference.sv")
+    declared = _declared_modules(tree)
+    if module not in declared:
+        raise ValueError(f"the reference declares no module {module}")
+    core = _unused(f"{module}_core", declared)
+    start = declared[module]
+    inner = reference[:start] + core + reference[start + len(module) :]
+    parameters = _overridable_parameters(tree, module)
+    own = _unused("hang_", [*parameters, *(p.name for p in ports)], prefix=True)  # the wrapper's names
     outputs = [p for p in ports if p.direction == "output"]
     first = outputs[0]
     rng = lambda p: f"[{p.width - 1}:0] " if p.width > 1 else ""  # noqa: E731
-    header = ",\n".join(f"  {p.direction} {rng(p)}{p.name}" for p in ports)
-    wires = "\n".join(f"  wire {rng(p)}core_{p.name};" for p in outputs)
-    conns = ", ".join(f".{p.name}({'core_' if p.direction == 'output' else ''}{p.name})" for p in ports)
-    passthrough = "\n".join(f"  assign {p.name} = core_{p.name};" for p in outputs[1:])
-    return f"""module {module} (
+    # Net types spelled out: a `default_nettype none in the reference covers the wrapper too.
+    header = ",\n".join(f"  {p.direction} wire {rng(p)}{p.name}" for p in ports)
+    overrides = ", ".join(f".{name}({name})" for name in parameters)
+    wires = "\n".join(f"  wire {rng(p)}{own}{p.name};" for p in outputs)
+    conns = ", ".join(f".{p.name}({own if p.direction == 'output' else ''}{p.name})" for p in ports)
+    passthrough = "\n".join(f"  assign {p.name} = {own}{p.name};" for p in outputs[1:])
+    return f"""{inner.rstrip()}
+
+module {module} {_parameter_list(parameters)}(
 {header}
 );
 {wires}
-  {module}_core core ({conns});
-  logic {rng(first)}folded;
-  integer i;
+  {core} {f"#({overrides}) " if parameters else ""}{own}core ({conns});
+  logic {rng(first)}{own}folded;
+  integer {own}i;
   always_comb begin
-    folded = core_{first.name};
-    i = 0;
-    while (i < 2) folded = folded ^ core_{first.name};
+    {own}folded = {own}{first.name};
+    {own}i = 0;
+    while ({own}i < 2) {own}folded = {own}folded ^ {own}{first.name};
   end
-  assign {first.name} = folded;
+  assign {first.name} = {own}folded;
 {passthrough}
 endmodule
+"""
 
-{inner}"""
+
+def _declared_modules(tree: syntax.SyntaxTree) -> dict[str, int]:
+    """Each module's name and the offset of its name token."""
+    found: dict[str, int] = {}
+
+    def visit(node: object) -> bool:
+        if not isinstance(node, parsing.Token) and node.kind.name == "ModuleDeclaration":
+            name = node.header.name
+            found.setdefault(name.valueText, name.location.offset)
+        return True
+
+    tree.root.visit(visit)
+    return found
+
+
+def _overridable_parameters(tree: syntax.SyntaxTree, module: str) -> dict[str, str]:
+    """The parameters a testbench may set, each with its elaborated default as a literal (which
+    carries width and signedness: the wrapper declares them untyped and only passes them on)."""
+    options = ast.CompilationOptions()
+    options.topModules = {module}
+    compilation = ast.Compilation(pyslang.Bag([options]))
+    compilation.addSyntaxTree(tree)
+    top = next((i for i in compilation.getRoot().topInstances if i.name == module), None)
+    if top is None:
+        return {}
+    return {p.name: str(p.value) for p in top.body.parameters if not p.isLocalParam}
+
+
+def _parameter_list(parameters: dict[str, str]) -> str:
+    if not parameters:
+        return ""
+    return "#(\n" + ",\n".join(f"  parameter {name} = {value}" for name, value in parameters.items()) + "\n) "
+
+
+def _unused(name: str, taken: Collection[str], prefix: bool = False) -> str:
+    """`name`, with underscores added until no name in `taken` is it (or, as a prefix, starts with it)."""
+    while any(t.startswith(name) if prefix else t == name for t in taken):
+        name += "_"
+    return name

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 OUTPUTS = "outputs.txt"
 MAX_SHOWN = 5  # mismatches shown to the model; the rest are only counted
+MAX_LISTED = 12  # failing outputs named in the summary line
+MISMATCH_HEADING = "First mismatches:"
 _ALPHABET = frozenset("01xz")
 _KNOWN = str.maketrans("xz", "00")  # the 0/1 bits, x and z as 0
 _UNKNOWN = str.maketrans("01xz", "0011")  # 1 where a bit is x or z
@@ -25,7 +27,8 @@ _UNKNOWN = str.maketrans("01xz", "0011")  # 1 where a bit is x or z
 class Score:
     passed: int
     total: int
-    mismatches: tuple[str, ...]  # the first few, for the model
+    mismatches: tuple[str, ...]  # feedback lines on what failed, for the model
+    heading: str = MISMATCH_HEADING  # what those lines are, as the model reads it
 
     @property
     def reward(self) -> float:
@@ -90,17 +93,23 @@ def shown(width: int, bits: str) -> str:
     return f"{width}'b{bits}"
 
 
+# One mismatch: (sample, output index, expected value, recorded value), the values as shown.
+Mismatch = tuple[int, int, str, str]
+Describe = Callable[[int, str, str, str], list[str]]  # (sample, output name, want, got) -> lines
+
+
 def compare(
     rows: Sequence[Sequence[str]],
     names: Sequence[str],
     widths: Sequence[int],
     expected: Callable[[int], Sequence[tuple[int, int]]],
-    describe: Callable[[int, str, str, str], list[str]],
+    describe: Describe,
 ) -> Score:
     """One check per sample and output with any care bit; `expected(i)` gives (value, care) per
     output, `describe(i, name, want, got)` the feedback lines of a mismatch."""
     passed = total = 0
-    lines: list[str] = []
+    counts = [0] * len(names)
+    found: list[Mismatch] = []  # each output's first mismatch, and the first MAX_SHOWN of all
     for i, row in enumerate(rows):
         for k, (value, care) in enumerate(expected(i)):
             if not care:
@@ -108,7 +117,30 @@ def compare(
             total += 1
             if matches(row[k], value, care):
                 passed += 1
-            elif len(lines) < 2 * MAX_SHOWN:
-                want = f"{widths[k]}'h{value & care:x}"
-                lines += describe(i, names[k], want, shown(widths[k], row[k]))
-    return Score(passed, total, tuple(lines))
+                continue
+            counts[k] += 1
+            if counts[k] == 1 or len(found) < MAX_SHOWN:
+                found.append((i, k, f"{widths[k]}'h{value & care:x}", shown(widths[k], row[k])))
+    return Score(passed, total, feedback(names, counts, found, describe))
+
+
+def feedback(names: Sequence[str], counts: Sequence[int], found: Sequence[Mismatch], describe: Describe) -> tuple[str, ...]:
+    """What the model reads about a failed comparison: which outputs mismatch and how often, then
+    the first mismatch of each of them (earliest first), then later ones, MAX_SHOWN in all.
+
+    Each failing output is named before any output is shown twice, so a fault in the last of
+    seven outputs is not hidden behind five mismatches of the first. `found` is in sample order
+    and holds each failing output's first mismatch and the first MAX_SHOWN of all (it may hold
+    more: only those are used)."""
+    failing = [f"{names[k]} ({n} {'sample' if n == 1 else 'samples'})" for k, n in enumerate(counts) if n]
+    if not failing:
+        return ()
+    firsts: dict[int, Mismatch] = {}
+    for m in found:
+        firsts.setdefault(m[1], m)
+    first_ones = list(firsts.values())[:MAX_SHOWN]
+    later = [m for m in found[:MAX_SHOWN] if firsts[m[1]] is not m][: MAX_SHOWN - len(first_ones)]
+    lines = [f"Outputs that mismatch: {', '.join(failing[:MAX_LISTED])}{', ...' if len(failing) > MAX_LISTED else ''}"]
+    for i, k, want, got in first_ones + later:
+        lines += describe(i, names[k], want, got)
+    return tuple(lines)

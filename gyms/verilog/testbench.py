@@ -99,17 +99,22 @@ def _line_score(task: DesignTask, vectors: Vectors, widths: list[int], data: byt
     rows = recorded.parse(data, len(vectors), widths)
     if isinstance(rows, NoVerdict):
         return rows
-    step = "cycle" if task.clock else "vector"
 
     def expected(i: int) -> list[tuple[int, int]]:
         return list(zip(_fields(vectors.expected[i], widths), _fields(vectors.care[i], widths)))
+
+    return recorded.compare(rows, [p.name for p in outs], widths, expected, _describer(task, vectors))
+
+
+def _describer(task: DesignTask, vectors: Vectors) -> recorded.Describe:
+    step = "cycle" if task.clock else "vector"
 
     def describe(i: int, name: str, want: str, got: str) -> list[str]:
         applied = _fields(vectors.stimulus[i], [p.width for p in task.inputs])
         shown_inputs = " ".join(f"{p.name}={p.width}'h{v:x}" for p, v in zip(task.inputs, applied))
         return [f"MISMATCH {step} {i}: output {name} expected {want} got {got}", f"  inputs of {step} {i}: {shown_inputs}"]
 
-    return recorded.compare(rows, [p.name for p in outs], widths, expected, describe)
+    return describe
 
 
 # -- whole-file comparison -----------------------------------------------------------------
@@ -180,7 +185,8 @@ def _fast_score(task: DesignTask, vectors: Vectors, widths: list[int], data: byt
     if not diff:
         return Score(layout.checks, layout.checks, ())
     failed_rows = 0
-    failed = 0
+    counts = []  # failed checks per output
+    firsts = []  # per output, a bit set in its first failing line (0: none)
     offset = 0  # bytes from the start of a line to the current field
     for width in widths:
         pattern = bytearray(line)
@@ -194,33 +200,42 @@ def _fast_score(task: DesignTask, vectors: Vectors, widths: list[int], data: byt
             t |= t >> (8 * step)
             covered += step
         hits = t & int.from_bytes(bytes(tail) * count, "big")
-        failed += hits.bit_count()
+        counts.append(hits.bit_count())
+        firsts.append(1 << (hits.bit_length() - 1) if hits else 0)
         failed_rows |= hits
         offset += width + 1
-    return Score(layout.checks - failed, layout.checks, _first_mismatches(task, vectors, widths, data, failed_rows))
+    failed = sum(counts)
+    found = _mismatches(task, vectors, widths, data, _first_lines(failed_rows, firsts, len(data), line))
+    names = [p.name for p in task.outputs]
+    return Score(layout.checks - failed, layout.checks, recorded.feedback(names, counts, found, _describer(task, vectors)))
 
 
-def _first_mismatches(task: DesignTask, vectors: Vectors, widths: list[int], data: bytes, rows: int) -> tuple[str, ...]:
-    """The feedback lines of the first failing lines (`rows`: a bit set in each failing line)."""
-    line = recorded.line_bytes(widths)
-    total = len(data)
-    lines: list[str] = []
-    outs = task.outputs
-    while rows and len(lines) < 2 * recorded.MAX_SHOWN:
-        index = total - 1 - (rows.bit_length() - 1) // 8  # the byte of the highest bit: the first line
-        i = index // line
-        fields = data[i * line : (i + 1) * line - 1].decode("ascii").split(" ")
-        applied = _fields(vectors.stimulus[i], [p.width for p in task.inputs])
-        shown_inputs = " ".join(f"{p.name}={p.width}'h{v:x}" for p, v in zip(task.inputs, applied))
-        step = "cycle" if task.clock else "vector"
-        for k, (value, care) in enumerate(zip(_fields(vectors.expected[i], widths), _fields(vectors.care[i], widths))):
-            if care and not recorded.matches(fields[k], value, care) and len(lines) < 2 * recorded.MAX_SHOWN:
-                want = f"{widths[k]}'h{value & care:x}"
-                got = recorded.shown(widths[k], fields[k])
-                lines += [f"MISMATCH {step} {i}: output {outs[k].name} expected {want} got {got}",
-                          f"  inputs of {step} {i}: {shown_inputs}"]  # fmt: skip
+def _first_lines(rows: int, firsts: list[int], total: int, line: int) -> list[int]:
+    """The line numbers to describe: the first MAX_SHOWN failing lines (`rows`: a bit set in each),
+    and each output's first failing line (`firsts`), in file order."""
+    def number(bits: int) -> int:  # the line of the highest set bit: the first one in the file
+        return (total - 1 - (bits.bit_length() - 1) // 8) // line
+
+    chosen = {number(bits) for bits in firsts if bits}
+    for _ in range(recorded.MAX_SHOWN):
+        if not rows:
+            break
+        i = number(rows)
+        chosen.add(i)
         rows &= (1 << (8 * (total - (i + 1) * line))) - 1  # the lines after this one
-    return tuple(lines)
+    return sorted(chosen)
+
+
+def _mismatches(task: DesignTask, vectors: Vectors, widths: list[int], data: bytes, numbers: list[int]) -> list[recorded.Mismatch]:
+    """The mismatches of the given lines, in file order."""
+    line = recorded.line_bytes(widths)
+    found = []
+    for i in numbers:
+        fields = data[i * line : (i + 1) * line - 1].decode("ascii").split(" ")
+        for k, (value, care) in enumerate(zip(_fields(vectors.expected[i], widths), _fields(vectors.care[i], widths))):
+            if care and not recorded.matches(fields[k], value, care):
+                found.append((i, k, f"{widths[k]}'h{value & care:x}", recorded.shown(widths[k], fields[k])))
+    return found
 
 
 def _fields(word: int, widths: list[int]) -> list[int]:
