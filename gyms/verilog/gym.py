@@ -1,7 +1,8 @@
 """The Verilog gym: write a module to a spec; its simulated outputs are compared with a golden model on the host.
 
 Options (strings from the command line are accepted), all optional:
-  source           builtin (default), verilog-eval:/path/to/dataset or rtllm:/path/to/RTLLM
+  source           builtin (default), verilog-eval:/path/to/dataset, rtllm:/path/to/RTLLM or
+                   hf-verilog:/path/to/a/saved/dataset (VerilogEval v2 rows)
   suite            which built-in tasks (source=builtin): core (default: 39 small designs, checks
                    of milliseconds) or heavy (gyms/verilog/tasks/heavy_*.py: designs of realistic
                    size, a pipelined RV32I core, UART, SHA-256, cache, ..., each checked over
@@ -28,6 +29,7 @@ left out of `tasks()` and listed by `excluded_tasks()` with the tool's message.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import random
 from functools import cached_property
@@ -71,6 +73,11 @@ HEAVY_MARGIN = 12.0
 DATASET_MARGIN = 12.0
 DATASET_SIM_FLOOR_S = 2.0
 STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
+# The conformance check's hangs (`with_short_time_limits`) need a limit only long enough for the
+# simulator to start and reach the loop, which `never_finishing` puts at time 0: Icarus and a
+# Verilator binary start in well under 0.1 s idle, cocotb's embedded Python in ~0.2 s. A design
+# that finished in that time would still be seen to finish (the check then fails).
+SHORT_SIM_TIMEOUT_S = {"sv": 0.5, "cocotb": 2.0}
 
 
 _OPTIONS = Options("verilog")
@@ -203,6 +210,13 @@ class VerilogGym(Gym):
         if task.metadata.get("kind") == "builtin":
             return builtin_candidates(task, rng, self.settings)
         return loader_candidates(task)
+
+    def with_short_time_limits(self) -> VerilogGym:
+        short = copy.copy(self)  # the tasks, loaded and vetted once, are shared
+        short.sim_timeout_s = SHORT_SIM_TIMEOUT_S[self.testbench]
+        short.sim_timeouts = {}
+        short.step_timeout_s = self.compile_timeout_s + short.sim_timeout_s + STEP_SLACK_S
+        return short
 
     def tools(self) -> list[ToolCheck]:
         return tool_checks(self.simulator, self.testbench)
