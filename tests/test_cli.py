@@ -63,10 +63,10 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     "name, why",
     [
-        ("missing.parquet", "no DAPO parquet file"),
-        ("dir.parquet", "no DAPO parquet file"),
+        ("missing.parquet", "no dataset at"),
+        ("dir.parquet", "is not a dataset: it holds no dataset_dict.json"),
         ("corrupt.parquet", "Parquet magic bytes not found"),
-        ("columns.parquet", "found columns question, answer"),
+        ("columns.parquet", "found columns answer, question; needed"),
     ],
 )
 def test_a_bad_dataset_is_one_line_and_writes_no_run(tmp_path, datasets, name, why):
