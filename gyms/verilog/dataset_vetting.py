@@ -25,13 +25,13 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gyms import cache
 from gyms.base import Task
 from gyms.sandbox import Limits, RunResult, Sandbox, SandboxError
 from gyms.verilog.benches import DESIGN, Bench, BenchOptions, make_bench
@@ -73,13 +73,13 @@ def vet_references(
     say = say or _stderr
     make_simulator(simulator)  # a missing simulator is one error, not one per task
     simulator_id = _simulator_id(simulator)
-    cache = cache_dir()
+    folder = cache_dir()
     keys = {t.id: _key(t, simulator_id) for t in tasks}
-    found = {t.id: cached for t in tasks if (cached := _load(cache / f"{keys[t.id]}.json")) is not None}
+    found = {t.id: cached for t in tasks if (cached := _load(folder / f"{keys[t.id]}.json")) is not None}
     todo = [t for t in tasks if t.id not in found]
     if not todo:
         return found
-    say(f"verilog: vetting {len(todo)} benchmark references on {simulator} ({len(found)} cached in {cache})")
+    say(f"verilog: vetting {len(todo)} benchmark references on {simulator} ({len(found)} cached in {folder})")
     run = _Runner(simulator, compile_timeout_s, ccache)
     started = time.monotonic()
     cache_ok = True
@@ -93,7 +93,7 @@ def vet_references(
                 task = pending.pop(future)
                 found[task.id] = result = future.result()
                 if cache_ok and not result.internal:
-                    cache_ok = _store(cache / f"{keys[task.id]}.json", result, say)
+                    cache_ok = _store(folder / f"{keys[task.id]}.json", result, say)
             if time.monotonic() - last >= PROGRESS_EVERY_S and pending:
                 last = time.monotonic()
                 say(f"verilog: vetted {len(todo) - len(pending)} of {len(todo)} on {simulator} "
@@ -105,11 +105,7 @@ def vet_references(
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "heavygym" / "verilog-vetting"
+    return cache.cache_dir("verilog-vetting", CACHE_ENV)
 
 
 class _Runner:
@@ -212,15 +208,11 @@ def _load(path: Path) -> Vetting | None:
 
 
 def _store(path: Path, result: Vetting, say: Callable[[str], None]) -> bool:
-    """Write atomically, private to this user; False (said once) where the cache cannot be written."""
+    """False (said once) where the cache cannot be written."""
     blob = {"format": FORMAT, **asdict(result)}
     del blob["internal"]
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vetting-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(blob, f)
-        os.replace(tmp, path)
+        cache.write_json_atomically(path, blob)
         return True
     except OSError as exc:
         say(f"warning: the vetting cache {path.parent} cannot be written ({exc.strerror or exc}); vetting without "

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gyms import cache
 from gyms.verilog import recorded
 from gyms.verilog.precheck import PortSpec
 from gyms.verilog.recorded import OUTPUTS, NoVerdict, Score
@@ -220,11 +219,7 @@ class Recording:
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("HEAVYGYM_TRACE_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "heavygym" / "verilog-traces"
+    return cache.cache_dir("verilog-traces", "HEAVYGYM_TRACE_CACHE")
 
 
 def record(
@@ -270,7 +265,6 @@ def _load(path: Path) -> Recording | None:
 
 
 def _store(path: Path, made: Recording) -> None:
-    """Write atomically (another worker may be writing the same trace), private to this user."""
     trace = made.trace
     blob = {
         "format": FORMAT,
@@ -278,10 +272,6 @@ def _store(path: Path, made: Recording) -> None:
         "trace": None if trace is None else {"times": trace.times, "inputs": trace.inputs, "outputs": trace.outputs},
     }
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trace-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(blob, f)
-        os.replace(tmp, path)
+        cache.write_json_atomically(path, blob)
     except OSError:
         pass  # a cache that cannot be written only costs the trusted run again

@@ -13,7 +13,6 @@ with the same id, from either source, and what that loader reports is this loade
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from gyms import cache
 from gyms.hf_datasets import columns_error, read_dataset
 from gyms.verilog.loaders.common import Loaded
 from gyms.verilog.loaders.verilog_eval import verilog_eval_tasks
@@ -37,8 +37,7 @@ def hf_dataset_tasks(root: Path) -> Loaded:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "heavygym" / "hf-verilog"
+    return cache.cache_dir("hf-verilog")
 
 
 def _rows(root: Path) -> dict[str, dict[str, str]]:
