@@ -59,12 +59,31 @@ class Verdict:
 
 @dataclass(frozen=True)
 class StepResult:
+    """One step's result. How the episode ended, in Gymnasium's sense, is one of:
+
+    - `terminated`: the task reached a final state: a pass, or an `error` (the checker could
+      not judge, and the episode cannot go on; its outcome keeps it out of the loss).
+    - `truncated`: a fail at the last turn, cut off by `max_turns`, a limit outside the task:
+      the model might still have got there.
+    - neither: a fail with turns left; the observation is the feedback for the next turn.
+    """
+
     observation: str  # feedback for the model's next turn (or the final verdict)
     reward: float
-    done: bool
+    terminated: bool
+    truncated: bool
     outcome: Outcome
     turn: int  # 1-based turn number of this step
     info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.terminated and self.truncated:
+            raise ValueError("a step ends its episode either terminated or truncated, not both")
+
+    @property
+    def done(self) -> bool:
+        """The episode is over: no further step may be taken."""
+        return self.terminated or self.truncated
 
 
 @dataclass(frozen=True)
@@ -105,7 +124,8 @@ class Episode(ABC):
     """One attempt at one task, over at most `max_turns` steps.
 
     Subclasses implement `evaluate`; `step` keeps the turn bookkeeping in one place: the
-    episode ends on a pass, on an infrastructure error, or when the turns run out.
+    episode terminates on a pass or an infrastructure error, and is truncated when a fail
+    uses its last turn (see `StepResult`).
     """
 
     # Answers are capped before any parsing: model output is untrusted and may be degenerate.
@@ -138,11 +158,14 @@ class Episode(ABC):
             verdict = Verdict(0.0, Outcome.FAIL, feedback, {"answer_bytes": size})
         else:
             verdict = self.evaluate(action)
-        self.done = verdict.outcome is not Outcome.FAIL or self.turn >= self.max_turns
+        terminated = verdict.outcome is not Outcome.FAIL
+        truncated = not terminated and self.turn >= self.max_turns
+        self.done = terminated or truncated
         return StepResult(
             observation=verdict.feedback,
             reward=verdict.reward,
-            done=self.done,
+            terminated=terminated,
+            truncated=truncated,
             outcome=verdict.outcome,
             turn=self.turn,
             info=dict(verdict.info),

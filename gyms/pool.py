@@ -56,19 +56,25 @@ class WorkerStartFailed(Exception):
 
 @dataclass(frozen=True)
 class StepCall:
+    """One step through the pool. Its times are recorded once, on the caller's clock; the
+    waits are derived from them, so a timeline span from `submitted_at` to `started_at` (the
+    trainer's `gym_queue`) lasts `queue_wait_s`."""
+
     episode: Episode  # the episode after the step
     result: StepResult
     worker: int
-    submitted_at: float  # time.monotonic() on the caller's clock
-    started_at: float
-    finished_at: float
+    submitted_at: float  # time.monotonic() when `submit` queued the step
+    started_at: float  # when a worker slot took it
+    finished_at: float  # when its result came back from the worker
 
     @property
     def queue_wait_s(self) -> float:
+        """Waiting in the queue for a free worker."""
         return self.started_at - self.submitted_at
 
     @property
     def service_s(self) -> float:
+        """Sending the episode to the worker, the step there, and the way back."""
         return self.finished_at - self.started_at
 
 
@@ -377,7 +383,8 @@ def failed(job: Job, why: str, detail: str = "") -> tuple[Episode, StepResult]:
     result = StepResult(
         observation=f"internal error while checking the answer: {why}",
         reward=0.0,
-        done=True,
+        terminated=True,
+        truncated=False,
         outcome=Outcome.ERROR,
         turn=episode.turn,
         info={"error": f"{why}\n{detail}" if detail else why},

@@ -33,6 +33,23 @@ def test_steps_run_in_worker_processes_and_episodes_come_back(gym, pool):
     assert second.result.info["pid"] != __import__("os").getpid()
 
 
+def test_how_an_episode_ended_comes_back_from_the_worker(gym, pool):
+    episode = gym.open(gym.tasks()[0])  # three turns
+    for turn in (1, 2):
+        call = pool.step(episode, "wrong")
+        assert (call.result.turn, call.result.terminated, call.result.truncated) == (turn, False, False)
+        episode = call.episode
+    last = pool.step(episode, "wrong").result
+    assert (last.turn, last.terminated, last.truncated, last.done) == (3, False, True, True)
+    passed = pool.step(gym.open(gym.tasks()[0]), "pass").result
+    assert (passed.terminated, passed.truncated) == (True, False)
+    # errors the pool makes up (a gym that raised, a worker that died) end the episode as terminated
+    for action in ("raise", "crash"):
+        error = pool.step(gym.open(gym.tasks()[0]), action)
+        assert error.result.outcome is Outcome.ERROR and error.episode.done
+        assert (error.result.terminated, error.result.truncated) == (True, False)
+
+
 def test_queue_wait_and_service_time_are_recorded(gym, pool):
     task = gym.tasks()[0]
     calls = [f.result() for f in [pool.submit(gym.open(task), "sleep:0.3") for _ in range(4)]]
