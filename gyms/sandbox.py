@@ -84,7 +84,9 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class SandboxRun:
+    """What one command run in the sandbox did (`Sandbox.run`)."""
+
     returncode: int  # negative: killed by that signal
     stdout: str
     stderr: str
@@ -329,7 +331,7 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
         shared: Sequence[Path] = (),
-    ) -> RunResult:
+    ) -> SandboxRun:
         """Run `argv` to completion (or to a limit) in `workdir`."""
         lim = limits or self.limits
         start = time.monotonic()
@@ -362,7 +364,7 @@ class Sandbox:
         wall = time.monotonic() - start
         if workdir.uid is not None:
             kill_uid(workdir.uid)  # anything that escaped the process group
-        return RunResult(
+        return SandboxRun(
             returncode=proc.returncode,
             stdout=stdout.text(),
             stderr=stderr.text(),

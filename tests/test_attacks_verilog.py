@@ -18,7 +18,7 @@ from gyms.verilog.benches import make_bench
 from gyms.verilog.candidates import answer
 from gyms.verilog.episode import _log
 from gyms.verilog.recorded import NoVerdict
-from gyms.sandbox import RunResult, Sandbox
+from gyms.sandbox import Sandbox, SandboxRun
 from gyms.verilog import tasks as verilog_tasks
 from gyms.verilog.tasks import builtin_tasks
 
@@ -164,7 +164,7 @@ def test_links_and_fifos_planted_in_a_turn_directory_are_not_followed() -> None:
         bench = make_bench(gym.tasks()[0], episode.settings.bench)
         bench.prepare(job)
         for name in ("build.log", "sim.log"):
-            _log(job, name, RunResult(0, "log", "", 0.0, 0.0, 0.0, None, False))
+            _log(job, name, SandboxRun(0, "log", "", 0.0, 0.0, 0.0, None, False))
             assert (job.path / name).read_text() == "log" and stat.S_ISREG((job.path / name).lstat().st_mode)
         verdict = bench.score(job, "")
         assert isinstance(verdict, NoVerdict) and "not a regular file" in verdict.reason

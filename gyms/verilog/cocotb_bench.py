@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from gyms import hostfs
-from gyms.sandbox import Limits, RunResult
+from gyms.sandbox import Limits, SandboxRun
 from gyms.verilog.recorded import OUTPUTS
 from gyms.verilog.simulators import TIMESCALE, Job, build_jobs
 from gyms.verilog.spec import MODULE, DesignTask
@@ -84,7 +84,7 @@ def _env() -> dict[str, str]:
     }
 
 
-def build(job: Job, simulator: str, waves: bool, limits: Limits) -> RunResult:
+def build(job: Job, simulator: str, waves: bool, limits: Limits) -> SandboxRun:
     if simulator == "icarus":
         require_iverilog()
         dump = ["-s", DUMP_MODULE, f"{DUMP_MODULE}.v"] if waves else []
@@ -103,7 +103,7 @@ def build(job: Job, simulator: str, waves: bool, limits: Limits) -> RunResult:
     return job.run(argv, limits)
 
 
-def simulate(job: Job, simulator: str, waves: bool, limits: Limits) -> RunResult:
+def simulate(job: Job, simulator: str, waves: bool, limits: Limits) -> SandboxRun:
     env: Mapping[str, str] = _env()
     if simulator == "icarus":
         config, _ = _config()

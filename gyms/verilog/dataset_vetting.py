@@ -33,7 +33,7 @@ from pathlib import Path
 
 from gyms import cache
 from gyms.base import Task
-from gyms.sandbox import Limits, RunResult, Sandbox, SandboxError
+from gyms.sandbox import Limits, Sandbox, SandboxError, SandboxRun
 from gyms.verilog.benches import DESIGN, Bench, BenchOptions, make_bench
 from gyms.verilog.prebuild import ensure_warm
 from gyms.verilog.recorded import NoVerdict
@@ -156,7 +156,7 @@ class _Runner:
             ensure_warm(self.sandbox, cache, build_env(verilator, cache), "binary", verilator.version)
         return build_env(verilator, cache, scratch=scratch)
 
-    def _build_failed(self, built: RunResult) -> Vetting:
+    def _build_failed(self, built: SandboxRun) -> Vetting:
         if built.killed in ("timeout", "cpu-limit"):
             return _bad(f"the reference and its testbench did not compile within {self.build_limits.wall_s:g} s")
         if self.simulator == "verilator" and "%Error" not in built.output:

@@ -18,7 +18,7 @@ from typing import Any
 
 from gyms import hostfs
 from gyms.base import Episode, Outcome, Task, Verdict
-from gyms.sandbox import Limits, RunResult, Sandbox, SandboxError, Workdir
+from gyms.sandbox import Limits, Sandbox, SandboxError, SandboxRun, Workdir
 from gyms.verilog import cocotb_bench, replay
 from gyms.verilog.benches import DESIGN, Bench, BenchOptions, BuiltinBench, ReplayBench, VerilogEvalBench, make_bench
 from gyms.verilog.extract import MAX_SOURCE_CHARS, extract_verilog
@@ -216,14 +216,14 @@ class VerilogEpisode(Episode):
             file_mb=512 if s.bench.waves else 64,
         )
 
-    def _build(self, job: Job, build: Build) -> RunResult:
+    def _build(self, job: Job, build: Build) -> SandboxRun:
         s = self.settings
         limits = self._build_limits()
         if s.testbench == "cocotb":
             return cocotb_bench.build(job, s.simulator, build.waves, limits)
         return make_simulator(s.simulator).build(job, build, limits)
 
-    def _simulate(self, job: Job, build: Build) -> RunResult:
+    def _simulate(self, job: Job, build: Build) -> SandboxRun:
         s = self.settings
         limits = self._sim_limits()
         if s.testbench == "cocotb":
@@ -232,7 +232,7 @@ class VerilogEpisode(Episode):
 
     # -- verdicts --------------------------------------------------------------------------
 
-    def _build_failed(self, built: RunResult, info: dict[str, Any], retry: str) -> Verdict:
+    def _build_failed(self, built: SandboxRun, info: dict[str, Any], retry: str) -> Verdict:
         if built.killed == "timeout" or built.killed == "cpu-limit":
             return _fail(f"Your design took longer than {self.settings.compile_timeout_s:g} s to compile; "
                          f"make it smaller.{retry}", info)  # fmt: skip
@@ -243,7 +243,7 @@ class VerilogEpisode(Episode):
                            {**info, "error": _trim(log)})  # fmt: skip
         return _fail("The simulator could not compile your design:\n" + _compile_errors(log) + retry, info)
 
-    def _no_verdict(self, job: Job, ran: RunResult, missing: NoVerdict, info: dict[str, Any], retry: str) -> Verdict:
+    def _no_verdict(self, job: Job, ran: SandboxRun, missing: NoVerdict, info: dict[str, Any], retry: str) -> Verdict:
         s = self.settings
         if ran.killed in ("timeout", "cpu-limit"):
             info["timed_out"] = True
@@ -268,7 +268,7 @@ class VerilogEpisode(Episode):
                      + retry, info)  # fmt: skip
 
 
-def _cocotb_fault(status: str | None, missing: NoVerdict, ran: RunResult) -> str | None:
+def _cocotb_fault(status: str | None, missing: NoVerdict, ran: SandboxRun) -> str | None:
     """Why an unfinished cocotb run is ours to fix, or None when the design caused it.
 
     cocotb's results file, not the printed log, says how our test ended. Once the test had
@@ -298,7 +298,7 @@ def _scored(score: Score, info: dict[str, Any], retry: str) -> Verdict:
     return Verdict(score.reward, Outcome.FAIL, "\n".join(lines) + retry, info)
 
 
-def _log(job: Job, name: str, result: RunResult) -> Path:
+def _log(job: Job, name: str, result: SandboxRun) -> Path:
     return job.write(name, result.output)  # replaces, never follows, what the sandbox left there
 
 

@@ -1,7 +1,7 @@
 """The two simulator backends: Icarus Verilog and Verilator, each a build and a run in the sandbox.
 
 Both run a plain SystemVerilog testbench (ours or a benchmark's) and return the sandbox's
-`RunResult`s; reading the verdict from the output is the bench's job. The cocotb form has its
+`SandboxRun`s; reading the verdict from the output is the bench's job. The cocotb form has its
 own commands (see `cocotb_bench.py`) but the same `Job`.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gyms import hostfs
-from gyms.sandbox import Limits, RunResult, Sandbox, Workdir
+from gyms.sandbox import Limits, Sandbox, SandboxRun, Workdir
 from gyms.verilog.toolchain import Verilator, require_iverilog, require_verilator
 
 SIMULATORS = ("icarus", "verilator")
@@ -56,7 +56,7 @@ class Job:
         except hostfs.UnsafePath:
             return False
 
-    def run(self, argv: Sequence[str], limits: Limits, env: Mapping[str, str] | None = None) -> RunResult:
+    def run(self, argv: Sequence[str], limits: Limits, env: Mapping[str, str] | None = None) -> SandboxRun:
         # The sandbox starts in the work directory; each turn works in a subdirectory of its own.
         wrapped = ["sh", "-c", 'cd "$0" && exec "$@"', self.subdir, *argv]
         return self.sandbox.run(wrapped, self.workdir, limits=limits, env={**self.env, **(env or {})},
@@ -77,11 +77,11 @@ class Icarus:
     def __init__(self) -> None:
         require_iverilog()
 
-    def build(self, job: Job, build: Build, limits: Limits) -> RunResult:
+    def build(self, job: Job, build: Build, limits: Limits) -> SandboxRun:
         top = ["-s", build.top] if build.top else []
         return job.run(["iverilog", "-g2012", *top, "-o", "sim.vvp", *build.sources], limits)
 
-    def simulate(self, job: Job, build: Build, plusargs: Sequence[str], limits: Limits) -> RunResult:
+    def simulate(self, job: Job, build: Build, plusargs: Sequence[str], limits: Limits) -> SandboxRun:
         # -n: a $stop ends the run instead of waiting for interactive input.
         return job.run(["vvp", "-n", "sim.vvp", *plusargs], limits)
 
@@ -92,7 +92,7 @@ class VerilatorSim:
     def __init__(self) -> None:
         self.verilator: Verilator = require_verilator()
 
-    def build(self, job: Job, build: Build, limits: Limits) -> RunResult:
+    def build(self, job: Job, build: Build, limits: Limits) -> SandboxRun:
         argv = [
             # Warnings are not fatal (designs from models are lint-dirty), but a duplicate module is:
             # Verilator would otherwise keep the first declaration and drop the testbench's.
@@ -107,7 +107,7 @@ class VerilatorSim:
             argv += ["--x-assign", "unique", "--x-initial", "unique"]
         return job.run([*argv, *build.sources], limits)
 
-    def simulate(self, job: Job, build: Build, plusargs: Sequence[str], limits: Limits) -> RunResult:
+    def simulate(self, job: Job, build: Build, plusargs: Sequence[str], limits: Limits) -> SandboxRun:
         extra = ["+verilator+rand+reset+2", "+verilator+seed+1"] if build.strict_x else []
         return job.run(["obj/sim", *plusargs, *extra], limits)
 
