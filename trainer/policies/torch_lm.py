@@ -17,7 +17,8 @@ from typing import Any, Protocol
 import torch
 from torch.nn import functional as F
 
-from trainer.losses import grpo_loss
+from trainer.losses import clip_stats, grpo_loss, ratio_and_weights
+from trainer.policies import options
 from trainer.policies.base import Policy
 from trainer.types import Generation, Group, Request
 
@@ -49,10 +50,18 @@ class TorchPolicy(Policy):
         kl_coef: float = 0.0,
         tis_cap: float | None = 2.0,
         level: str = "token",
+        minibatches: int = 4,
+        epochs: int = 1,
+        drop_zero_advantage: bool = True,
         device: str = "cpu",
         seed: int = 0,
     ) -> None:
         super().__init__()
+        options.checked(
+            max_new_tokens=max_new_tokens, temperature=temperature, lr=lr, clip_eps=clip_eps, kl_coef=kl_coef,
+            tis_cap=tis_cap, level=level, minibatches=minibatches, epochs=epochs,
+            drop_zero_advantage=drop_zero_advantage,
+        )  # fmt: skip
         self.name = name
         self.tokenizer = tokenizer
         self.device = torch.device(device)
@@ -62,6 +71,12 @@ class TorchPolicy(Policy):
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.loss_options = {"clip_eps": clip_eps, "kl_coef": kl_coef, "tis_cap": tis_cap, "level": level}
+        # Each train step makes minibatches x epochs optimizer steps against one proximal policy,
+        # so the clip bounds how far the whole step moves it.
+        self.minibatches = minibatches
+        self.epochs = epochs
+        self.drop_zero_advantage = drop_zero_advantage
+        self._shuffle = torch.Generator().manual_seed(seed)
         self.optimizer = torch.optim.AdamW(self.learner.parameters(), lr=lr)
         self.reference = self._frozen_copy() if kl_coef else None
         self._engines = {0: self._frozen_copy()}
@@ -114,24 +129,60 @@ class TorchPolicy(Policy):
     # -- learning --------------------------------------------------------------------------
 
     def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
-        rows = [
-            (turn.generation, advantage)
-            for group in groups
-            for traj, advantage in zip(group.trajectories, group.advantages)
-            for turn in traj.turns
-        ]
+        rows, stats = self._rows(groups)
         if not rows:
-            return {"loss": 0.0, "tokens": 0.0}
+            return {"loss": 0.0, "tokens": 0.0, **stats}
         ids, mask, behaviour, advantages = self._batch(rows)
-        self.learner.train()
-        logp = self._token_logprobs(self.learner, ids)
-        ref_logp = self._token_logprobs(self.reference, ids).detach() if self.reference is not None else None
-        loss = grpo_loss(logp, behaviour, advantages, mask, ref_logp=ref_logp, **self.loss_options)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.learner.parameters(), 1.0)
-        self.optimizer.step()
-        return {"loss": float(loss.detach()), "tokens": float(mask.sum())}
+        # No dropout: the ratio must compare weights, not dropout masks (the engine samples in eval mode too).
+        self.learner.eval()
+        with torch.no_grad():
+            proximal = self._token_logprobs(self.learner, ids)
+            ref_logp = self._token_logprobs(self.reference, ids) if self.reference is not None else None
+        losses, seen = [], []
+        for _ in range(self.epochs):
+            order = torch.randperm(len(rows), generator=self._shuffle)
+            for idx in order.tensor_split(min(self.minibatches, len(rows))):
+                logp = self._token_logprobs(self.learner, ids[idx])
+                loss = grpo_loss(
+                    logp, behaviour[idx], advantages[idx], mask[idx], proximal_logp=proximal[idx],
+                    ref_logp=None if ref_logp is None else ref_logp[idx], **self.loss_options,
+                )  # fmt: skip
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.learner.parameters(), 1.0)
+                self.optimizer.step()
+                ratio, _ = ratio_and_weights(logp.detach(), behaviour[idx], proximal[idx], self.loss_options["tis_cap"])
+                losses.append(float(loss.detach()))
+                seen.append((ratio, advantages[idx], mask[idx]))
+        ratios, advs, masks = (torch.cat(parts) for parts in zip(*seen))
+        return {
+            "loss": sum(losses) / len(losses),
+            "tokens": float(mask.sum()),
+            "optimizer_steps": float(len(losses)),
+            **clip_stats(ratios, advs, masks, self.loss_options["clip_eps"]),
+            **stats,
+        }
+
+    def _rows(self, groups: Sequence[Group]) -> tuple[list[tuple[Generation, float]], dict[str, float]]:
+        """One row (generation, advantage) per turn. A group whose advantages are all zero carries
+        no signal; with drop_zero_advantage it is left out of the loss and its normaliser (DAPO's
+        dynamic sampling, without resampling)."""
+        rows: list[tuple[Generation, float]] = []
+        zero_groups = tokens = left_out = 0
+        for group in groups:
+            mine = [(turn.generation, a) for traj, a in zip(group.trajectories, group.advantages) for turn in traj.turns]
+            count = sum(len(g.response_tokens) for g, _ in mine)
+            tokens += count
+            if not any(group.advantages):
+                zero_groups += 1
+                if self.drop_zero_advantage:
+                    left_out += count
+                    continue
+            rows += mine
+        return rows, {
+            "groups_zero_advantage": float(zero_groups),
+            "tokens_left_out_fraction": left_out / tokens if tokens else 0.0,
+        }
 
     def _batch(self, rows: list[tuple[Generation, float]]) -> tuple[torch.Tensor, ...]:
         """Right-padded sequences; mask and behaviour logprobs aligned to predicted tokens."""

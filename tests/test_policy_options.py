@@ -1,0 +1,57 @@
+"""The torch policies' training options, from Python and from a `--policy` spec."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer.policies import make_policy
+from trainer.policies.profiles import ZERO
+from trainer.policies.torch_lm import tiny_policy
+
+
+def test_a_spec_sets_the_training_options():
+    policy = make_policy("tiny:minibatches=2,epochs=3,tis_cap=none,drop_zero_advantage=off,lr=0.01", None, ZERO)
+    assert (policy.minibatches, policy.epochs, policy.drop_zero_advantage) == (2, 3, False)
+    assert policy.loss_options["tis_cap"] is None
+    assert policy.optimizer.param_groups[0]["lr"] == 0.01
+
+
+def test_defaults_make_several_minibatches_against_one_proximal_policy():
+    policy = make_policy("tiny", None, ZERO)
+    assert (policy.minibatches, policy.epochs, policy.drop_zero_advantage) == (4, 1, True)
+    assert policy.loss_options["tis_cap"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("tiny:minibatches=0", "policy option minibatches='0' must be at least 1"),
+        ("tiny:epochs=1.5", "policy option epochs='1.5' must be a whole number"),
+        ("tiny:clip_eps=1.5", "clip_eps='1.5' must lie between 0 and 1"),
+        ("tiny:tis_cap=0.5", "tis_cap='0.5' must be at least 1 .* or none for plain PPO"),
+        ("tiny:lr=nan", "lr='nan' must be a finite number"),
+        ("tiny:level=batch", "level='batch' must be token or sequence"),
+        ("tiny:drop_zero_advantage=maybe", "must be true or false"),
+        ("tiny:minibatch=4", "unknown policy option 'minibatch': use one of .*minibatches"),
+        ("tiny:minibatches", "'minibatches' is not KEY=VALUE"),
+        ("tiny:epochs=1,epochs=2", "policy option epochs is given twice"),
+    ],
+)
+def test_a_bad_option_is_named_with_its_fix(spec, message):
+    with pytest.raises(ValueError, match=message):
+        make_policy(spec, None, ZERO)
+
+
+def test_python_callers_get_the_same_checks():
+    with pytest.raises(ValueError, match="policy option minibatches=0 must be at least 1"):
+        tiny_policy(minibatches=0)
+
+
+def test_hf_options_follow_the_last_colon_and_a_path_keeps_its_own():
+    # the path reaches the loader whole, the options are parsed (and checked first)
+    with pytest.raises(ValueError, match=r"cannot load a transformers model from '/no/such:model'"):
+        make_policy("hf:/no/such:model@cpu:minibatches=2", None, ZERO)
+    with pytest.raises(ValueError, match=r"cannot load a transformers model from '/no/such:model'"):
+        make_policy("hf:/no/such:model", None, ZERO)
+    with pytest.raises(ValueError, match="minibatches='0' must be at least 1"):
+        make_policy("hf:/no/such/model:minibatches=0", None, ZERO)

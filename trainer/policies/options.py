@@ -1,0 +1,114 @@
+"""Options of the torch policies (`tiny`, `hf`): typed from Python, or text from the policy spec,
+`--policy tiny:minibatches=8,epochs=2` or `--policy hf:PATH@cuda:lr=1e-5,tis_cap=none`.
+Each is checked here, so a bad one is named the same way whichever way it came:
+
+    policy option minibatches=0 must be at least 1
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _error(option: str, value: object, problem: str) -> ValueError:
+    return ValueError(f"policy option {option}={value!r} {problem}")
+
+
+def _number(option: str, value: object) -> float:
+    try:
+        number = float(str(value))
+    except ValueError:
+        raise _error(option, value, "must be a number") from None
+    if not math.isfinite(number):
+        raise _error(option, value, "must be a finite number")
+    return number
+
+
+def _positive(option: str, value: object) -> float:
+    if (number := _number(option, value)) <= 0:
+        raise _error(option, value, "must be positive")
+    return number
+
+
+def _non_negative(option: str, value: object) -> float:
+    if (number := _number(option, value)) < 0:
+        raise _error(option, value, "must be 0 or more")
+    return number
+
+
+def _clip_eps(option: str, value: object) -> float:
+    if not 0 < (number := _number(option, value)) < 1:
+        raise _error(option, value, "must lie between 0 and 1 (the ratio is clipped to [1 - eps, 1 + eps])")
+    return number
+
+
+def _cap(option: str, value: object) -> float | None:
+    if value is None or str(value).strip().lower() == "none":
+        return None
+    if (number := _number(option, value)) < 1:
+        raise _error(option, value, "must be at least 1 (a lower cap down-weights on-policy tokens), or none for plain PPO")
+    return number
+
+
+def _whole(option: str, value: object) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise _error(option, value, "must be a whole number") from None
+    if number < 1:
+        raise _error(option, value, "must be at least 1")
+    return number
+
+
+def _flag(option: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in _TRUE + _FALSE:
+        raise _error(option, value, "must be true or false")
+    return text in _TRUE
+
+
+def _level(option: str, value: object) -> str:
+    if value not in ("token", "sequence"):
+        raise _error(option, value, "must be token or sequence")
+    return str(value)
+
+
+CHECKS: dict[str, Callable[[str, object], object]] = {
+    "max_new_tokens": _whole,
+    "temperature": _positive,
+    "lr": _positive,
+    "clip_eps": _clip_eps,
+    "kl_coef": _non_negative,
+    "tis_cap": _cap,
+    "level": _level,
+    "minibatches": _whole,
+    "epochs": _whole,
+    "drop_zero_advantage": _flag,
+}
+
+
+def checked(**options: object) -> dict[str, object]:
+    """The options as their types, each checked; an unknown name is refused."""
+    unknown = sorted(set(options) - set(CHECKS))
+    if unknown:
+        raise ValueError(f"unknown policy option {unknown[0]!r}: use one of {', '.join(CHECKS)}")
+    return {name: CHECKS[name](name, value) for name, value in options.items()}
+
+
+def parse(text: str) -> dict[str, object]:
+    """`KEY=VALUE,KEY=VALUE` from a policy spec, checked."""
+    options: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"policy option {item!r} is not KEY=VALUE (options read like minibatches=4,epochs=2)")
+        if key.strip() in options:
+            raise ValueError(f"policy option {key.strip()} is given twice in {text!r}")
+        options[key.strip()] = value.strip()
+    return checked(**options)
