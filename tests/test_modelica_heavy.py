@@ -15,10 +15,11 @@ import rumoca
 from conftest import harness
 
 from gyms.modelica import ModelicaGym
-from gyms.modelica.backend import SimRequest, backend_for
+from gyms.modelica.backend import backend_for
 from gyms.modelica.catalog import HEAVY_DIR, SUITES, TASK_DIR, TIMEOUT_LABELS, load_catalog, suite_catalog
 from gyms.modelica.compare import event_times, grid
 from gyms.modelica.library import LIBRARY_ROOT
+from gyms.modelica.simulation import SimRequest
 from gyms.sandbox import Sandbox
 
 # What makes a task heavy: this many continuous states, or this many events in the reference run.

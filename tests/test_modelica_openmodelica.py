@@ -10,7 +10,6 @@ import pytest
 
 from gyms.base import Outcome
 from gyms.modelica import ModelicaGym
-from gyms.modelica.backend import BackendConfig, SimRequest
 from gyms.modelica.library import LIBRARY_ROOT, library_names
 from gyms.modelica.openmodelica import (
     find_omc,
@@ -19,6 +18,7 @@ from gyms.modelica.openmodelica import (
     result_file,
     used_libraries,
 )
+from gyms.modelica.simulation import BackendConfig, SimRequest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "modelica"
 OMC_MISSING = "OpenModelica's omc is not installed here (not on PATH, OPENMODELICAHOME unset)"

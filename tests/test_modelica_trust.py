@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from gyms.modelica import ModelicaGym
-from gyms.modelica.backend import MalformedReply, SimRequest, Simulation, backend_for
+from gyms.modelica.backend import backend_for
 from gyms.modelica.mutations import as_answer
 from gyms.modelica.openmodelica import read_result, screen
+from gyms.modelica.simulation import MalformedReply, SimRequest, Simulation
 
 REQUEST = SimRequest("model A end A;", "A", 2.0, 4, ("x",), ("k",))
 GOOD = {"status": "ok", "time": [0.0, 1.0, 1.0, 2.0], "values": {"x": [0.0, 1.0, 2.0, 3.0]}, "parameters": {"k": 2.0},

@@ -17,10 +17,11 @@ from typing import Any
 
 from gyms.base import Episode, Outcome, Task, Verdict
 from gyms.modelica import compare
-from gyms.modelica.backend import BackendConfig, BackendFault, SimRequest, Simulation, backend_for
+from gyms.modelica.backend import backend_for
 from gyms.modelica.catalog import Setup
 from gyms.modelica.extract import MAX_SOURCE_CHARS, defined_classes, extract_source
 from gyms.modelica.feedback import describe_failure
+from gyms.modelica.simulation import BackendConfig, BackendFault, SimRequest, Simulation
 from gyms.sandbox import Sandbox, SandboxError, Workdir
 
 RETRY = "\n\nFix the model and answer again with the complete model."

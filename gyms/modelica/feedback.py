@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gyms.modelica.backend import SOURCE_NAME
+from gyms.modelica.simulation import SOURCE_NAME
 
 # Feedback longer than this is cut: the model needs the first errors, not all of them.
 MAX_MESSAGE_CHARS = 2000

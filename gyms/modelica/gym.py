@@ -8,10 +8,11 @@ from pathlib import Path
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.modelica import mutations
-from gyms.modelica.backend import BACKENDS, BackendConfig, tool_checks
+from gyms.modelica.backend import tool_checks
 from gyms.modelica.catalog import SPLITS, SUITES, TaskSpec, suite_catalog
 from gyms.modelica.episode import ModelicaEpisode
 from gyms.modelica.library import LIBRARY_ROOT, library_names
+from gyms.modelica.simulation import BACKENDS, BackendConfig
 from gyms.options import Options
 
 # A step simulates at most three models: the reference, the answer, the reference with the

@@ -29,7 +29,7 @@ import numpy as np
 
 from gyms import hostfs
 from gyms.base import ToolCheck
-from gyms.modelica.backend import MAX_POINTS, SOURCE_NAME, BackendConfig, BackendFault, SimRequest, Simulation
+from gyms.modelica.simulation import MAX_POINTS, SOURCE_NAME, BackendConfig, BackendFault, SimRequest, Simulation
 from gyms.modelica.library import library_names
 from gyms.sandbox import Limits, Sandbox, SandboxError, Workdir
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gyms.base import ToolCheck
-from gyms.modelica.backend import (
+from gyms.modelica.simulation import (
     SOURCE_NAME,
     BackendConfig,
     BackendFault,
