@@ -204,4 +204,6 @@ def test_a_batch_of_zero_advantage_groups_takes_no_step():
     before = [p.detach().clone() for p in policy.learner.parameters()]
     stats = policy.train_step([sampled_group(policy, [0.0] * 3)])
     assert stats["tokens"] == 0 and stats["groups_zero_advantage"] == 1 and stats["tokens_left_out_fraction"] == 1.0
+    assert stats["optimizer_steps"] == 0 and stats["clip_fraction"] == 0.0
     assert all(torch.equal(a, b) for a, b in zip(before, policy.learner.parameters()))
+    assert set(stats) == set(policy.train_step([sampled_group(policy, [1.0, -1.0])]))  # same columns

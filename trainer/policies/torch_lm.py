@@ -130,8 +130,9 @@ class TorchPolicy(Policy):
 
     def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
         rows, stats = self._rows(groups)
-        if not rows:
-            return {"loss": 0.0, "tokens": 0.0, **stats}
+        if not rows:  # nothing to learn from: no optimizer step, and the same keys as a step
+            nothing = clip_stats(torch.zeros(0, 0), torch.zeros(0), torch.zeros(0, 0), self.loss_options["clip_eps"])
+            return {"loss": 0.0, "tokens": 0.0, "optimizer_steps": 0.0, **nothing, **stats}
         ids, mask, behaviour, advantages = self._batch(rows)
         # No dropout: the ratio must compare weights, not dropout masks (the engine samples in eval mode too).
         self.learner.eval()
