@@ -31,7 +31,7 @@ KIND_COLOURS = {
 EMULATED_KINDS = ("generate", "actor_train", "update_weights")  # what the replay policy only waits for
 # Spans kept for the wait attribution only (trainer/attribution.py): they overlap each other, so the
 # timeline leaves them out.
-UNDRAWN_KINDS = ("group", "gym_queue")
+UNDRAWN_KINDS = ("group", "gym_queue", "generate_request")
 WAIT_COLOURS = {  # the parts of the trainer's wait, in PARTS order, coloured as the stages they wait on
     "generation": "#2ca02c",
     "gym_queue": "#ffbb78",

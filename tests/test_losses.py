@@ -143,7 +143,7 @@ def sampled_group(policy: TorchPolicy, advantages: list[float], prompt: str = "2
     """Samples of the policy's version 0 for one prompt, with the given advantages."""
     task = Task(f"t/{prompt}", prompt, reference="4")
     gens = policy.generate([Request(task, prompt, 1)] * len(advantages), 0)
-    trajs = [Trajectory(task.id, 0, 0, [Turn(prompt, g, 0)]) for g in gens]
+    trajs = [Trajectory(task.id, 0, 0, [Turn(prompt, g)]) for g in gens]
     return Group(0, task.id, 0, trajs, advantages)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 
 import pytest
 from recording_policy import RecordingReplay
@@ -49,7 +50,8 @@ def test_multi_turn_runs_keep_one_version_per_episode_and_balance_the_books(pool
     assert multi_turn, "the test needs episodes that span several turns"
     for trainer_version, group in policy.trained:
         for traj in group.trajectories:
-            assert {turn.version for turn in traj.turns} == {traj.version} == {group.version}
+            # the version each turn's engine reports having used
+            assert {turn.generation.version for turn in traj.turns} == {traj.version} == {group.version}
             assert 0 <= trainer_version - traj.version <= config.staleness
 
     acc = result.accounting
@@ -58,6 +60,31 @@ def test_multi_turn_runs_keep_one_version_per_episode_and_balance_the_books(pool
     assert summary["accounting"]["balanced"] is True
     staleness = {int(k) for k in summary["staleness_histogram"]}
     assert staleness == ({0} if mode == "sync" else {0, 1})
+
+
+class ServesOtherWeightsOnce(ReplayPolicy):
+    """A broken engine: it answers one later turn with the weights of a version other than the
+    one the episode pinned, and says so in the generation, as a real engine would."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._broken = threading.Lock()
+        self.served_wrong = 0
+
+    def generate(self, requests, version):
+        with self._broken:
+            wrong = self.served_wrong == 0 and requests[0].turn > 1
+            self.served_wrong += wrong
+        return super().generate(requests, version + 1 if wrong else version)
+
+
+def test_a_turn_generated_with_other_weights_fails_the_one_version_check(pool):
+    gym = ToyGym(max_turns=3, tasks=2)  # skill 0: every episode takes three turns
+    policy = ServesOtherWeightsOnce(gym, ZERO, skill=0.0)
+    config = RunConfig(mode="sync", steps=1, batch_groups=1, group_size=2)  # the wrong turn is in group 0
+    with pytest.raises(AssertionError, match=r"pinned version 0 but its turns were generated with versions \[0, 1\]"):
+        run(gym, policy, pool, config)
+    assert policy.served_wrong == 1
 
 
 def test_sync_is_a_barrier_no_generation_during_training(pool):

@@ -23,8 +23,8 @@ GATE_S = 30.0  # a bound for a broken build only: the gate opens as soon as its 
 class GatedReplay(ReplayPolicy):
     """Holds a training step open until a rollout worker asks for a generation while it trains
     (once per run), so every run below has generation that wants the accelerator during
-    training. `asked` is set when a generation is asked for during training (colocated: it
-    then has to wait), `overlapped` when a generation actually runs during training."""
+    training. `asked` is set when an engine call asks for the accelerator during training
+    (colocated: it then has to wait), `overlapped` when an engine call runs during training."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -33,14 +33,14 @@ class GatedReplay(ReplayPolicy):
         self.overlapped = threading.Event()
 
     def accelerator(self):
-        if self.training.is_set():  # the trainer asks before it trains: this is a rollout worker
+        if self.training.is_set():  # the trainer asks before it trains: this is the engine
             self.asked.set()
         return super().accelerator()
 
-    def generate(self, requests, version):
+    def _run_engine_call(self, response_tokens, version):
         if self.training.is_set():
             self.overlapped.set()
-        return super().generate(requests, version)
+        return super()._run_engine_call(response_tokens, version)
 
     def train_step(self, groups):
         self.training.set()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ def one_group(policy: TorchPolicy, version: int, rewards: list[float]) -> Group:
     gens = policy.generate([Request(TASK, TASK.prompt, 1)] * len(rewards), version)
     trajs = []
     for gen, r in zip(gens, rewards):
-        traj = Trajectory(TASK.id, 0, version, [Turn(TASK.prompt, gen, version, reward=r)])
+        traj = Trajectory(TASK.id, 0, version, [Turn(TASK.prompt, gen, reward=r)])
         trajs.append(traj)
     mean = sum(rewards) / len(rewards)
     return Group(0, TASK.id, version, trajs, [r - mean for r in rewards])
@@ -86,6 +87,72 @@ def test_pinned_versions_stay_until_released():
     assert set(policy._engines) == {2}
 
 
+GATE_S = 30.0  # a bound for a broken build only: each wait ends as soon as its event happens
+
+
+class PausedPublication(TorchPolicy):
+    """Pauses `update_weights` between the new engine's insert and the version bump (the bump
+    sets `version`) until `resume` is set, and says so with `paused`."""
+
+    def __init__(self) -> None:
+        from trainer.policies.tiny_model import ByteTokenizer, TinyLM
+
+        torch.manual_seed(0)
+        model = TinyLM(ByteTokenizer.vocab_size, 16, 1, 2, 64)
+        self.paused, self.resume = threading.Event(), threading.Event()
+        super().__init__("tiny", model, ByteTokenizer(), logits=lambda m, ids: m(ids), max_len=64, max_new_tokens=4)
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        if value > 0:
+            self.paused.set()
+            self.resume.wait(GATE_S)
+        self._version = value
+
+
+class Announcing:
+    """The policy's lock, setting `asked` when the thread named `who` asks for it (before it
+    may block), so a test knows that thread has reached the lock."""
+
+    def __init__(self, lock, who: str, asked: threading.Event) -> None:
+        self.lock, self.who, self.asked = lock, who, asked
+
+    def __enter__(self):
+        if threading.current_thread().name == self.who:
+            self.asked.set()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
+def test_a_release_while_a_version_is_published_never_frees_it():
+    policy = PausedPublication()
+    pinned = policy.acquire()
+    policy._lock = Announcing(policy._lock, "releaser", policy.resume)  # resume once it is at the lock
+    publisher = threading.Thread(target=policy.update_weights, name="publisher")
+    publisher.start()
+    assert policy.paused.wait(GATE_S)  # engine 1 inserted, version still 0
+
+    def release() -> None:
+        try:
+            policy.release(pinned)  # frees what is neither pinned nor newest
+        finally:
+            policy.resume.set()  # it finished without reaching the lock: let the publisher go on
+
+    releaser = threading.Thread(target=release, name="releaser")
+    releaser.start()
+    publisher.join(GATE_S)
+    releaser.join(GATE_S)
+    assert policy.version == 1 and set(policy._engines) == {1}
+    [gen] = policy.generate([Request(TASK, TASK.prompt, 1)], policy.acquire())
+    assert gen.version == 1
+
+
 def test_grpo_steps_raise_the_probability_of_rewarded_answers():
     torch.manual_seed(0)
     policy = tiny_policy(seed=0, lr=3e-3, max_new_tokens=1)
@@ -100,10 +167,10 @@ def test_grpo_steps_raise_the_probability_of_rewarded_answers():
         gens = policy.generate([request] * 16, policy.version)
         rewards = [1.0 if g.text == "4" else 0.0 for g in gens]
         if not any(rewards):
-            gens[0] = type(gens[0])("4", gens[0].prompt_tokens, [ord("4")], [gens[0].logprobs[0]])
+            gens[0] = type(gens[0])("4", gens[0].prompt_tokens, [ord("4")], [gens[0].logprobs[0]], policy.version)
             rewards[0] = 1.0
         mean = sum(rewards) / len(rewards)
-        trajs = [Trajectory(TASK.id, 0, policy.version, [Turn(TASK.prompt, g, policy.version, reward=r)])
+        trajs = [Trajectory(TASK.id, 0, policy.version, [Turn(TASK.prompt, g, reward=r)])
                  for g, r in zip(gens, rewards)]  # fmt: skip
         policy.train_step([Group(0, TASK.id, policy.version, trajs, [r - mean for r in rewards])])
         policy.update_weights()

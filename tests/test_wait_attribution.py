@@ -28,8 +28,14 @@ def group(g: int, start: float, put: float, version: int = 0) -> Span:
     return Span("groups", "group", start, put, version, group=g)
 
 
-def gen(g: int, turn: int, start: float, end: float, version: int = 0) -> Span:
-    return Span("rollout", "generate", start, end, version, group=g, turn=turn)
+def request(g: int, sample: int, turn: int, start: float, end: float, version: int = 0) -> Span:
+    """An episode's request for its turn: from asking to the answer, the wait for the engine included."""
+    return Span("generate-requests", "generate_request", start, end, version, group=g, sample=sample, turn=turn)
+
+
+def engine(start: float, end: float) -> Span:
+    """One engine call: it may serve several groups' requests, so it names none."""
+    return Span("rollout", "generate", start, end, 0)
 
 
 def gym(g: int, sample: int, turn: int, submit: float, start: float, end: float, worker: int = 0) -> list[Span]:
@@ -55,18 +61,21 @@ def total(parts: dict[str, float]) -> float:
 
 
 def test_gym_bound_step_is_mostly_gym_service():
-    spans = [wait(0, 0.0, 10.0), group(0, 0.0, 9.6), gen(0, 1, 0.0, 1.0),
-             *gym(0, 0, 1, 1.0, 1.0, 3.0), *gym(0, 1, 1, 1.0, 1.0, 9.5, worker=1)]  # fmt: skip
+    spans = [wait(0, 0.0, 10.0), group(0, 0.0, 9.6), engine(0.0, 1.0), request(0, 0, 1, 0.0, 1.0),
+             request(0, 1, 1, 0.0, 1.0), *gym(0, 0, 1, 1.0, 1.0, 3.0),
+             *gym(0, 1, 1, 1.0, 1.0, 9.5, worker=1)]  # fmt: skip
     got = split(spans)
     # the slower sample holds the group: its 8.5 s of service; 0.1 s advantages + put, 0.4 s waking
     expect(got, generation=1.0, gym_service=8.5, other=0.5)
     assert got["gym_service"] / total(got) > 0.8
 
 
-def test_generation_bound_step_counts_the_busy_engine_as_generation():
-    # group 1 (the batch's last) starts at 0.5 and waits for the engine, busy with group 0 until 2
-    spans = [wait(0, 0.0, 5.4), group(0, 0.0, 2.2), gen(0, 1, 0.0, 2.0), *gym(0, 0, 1, 2.0, 2.0, 2.1),
-             group(1, 0.5, 5.3), gen(1, 1, 2.0, 5.0), *gym(1, 0, 1, 5.0, 5.0, 5.2, worker=1)]  # fmt: skip
+def test_generation_bound_step_counts_the_wait_for_a_busy_engine_as_generation():
+    # group 1 (the batch's last) starts at 0.5 and asks at once; the engine is busy with group 0
+    # until 2, then generates group 1's answer until 5: its request spans both
+    spans = [wait(0, 0.0, 5.4), group(0, 0.0, 2.2), engine(0.0, 2.0), request(0, 0, 1, 0.0, 2.0),
+             *gym(0, 0, 1, 2.0, 2.0, 2.1), group(1, 0.5, 5.3), engine(2.0, 5.0), request(1, 0, 1, 0.5, 5.0),
+             *gym(1, 0, 1, 5.0, 5.0, 5.2, worker=1)]  # fmt: skip
     got = split(spans)
     # before group 1 started the engine was busy too, but that is admission: other
     expect(got, generation=1.5 + 3.0, gym_service=0.2, other=0.5 + 0.1 + 0.1)
@@ -75,28 +84,28 @@ def test_generation_bound_step_counts_the_busy_engine_as_generation():
 
 def test_scarce_workers_show_as_gym_queue():
     # one worker, three answers submitted together: the last one queues behind the other two
-    spans = [wait(0, 0.0, 4.0), group(0, 0.0, 4.0), gen(0, 1, 0.0, 1.0),
+    spans = [wait(0, 0.0, 4.0), group(0, 0.0, 4.0), *(request(0, s, 1, 0.0, 1.0) for s in range(3)),
              *gym(0, 0, 1, 1.0, 1.0, 2.0), *gym(0, 1, 1, 1.0, 2.0, 3.0), *gym(0, 2, 1, 1.0, 3.0, 4.0)]  # fmt: skip
     expect(split(spans), generation=1.0, gym_queue=2.0, gym_service=1.0)
 
 
-def test_two_turn_episode_follows_each_turn_s_critical_sample():
+def test_the_chain_is_the_episode_that_ended_last_turn_by_turn():
+    # episodes stream: each asks for its next turn when its own step returns, so the put waits
+    # for the last episode alone, whatever the others did in any turn
     spans = [
-        wait(0, 0.0, 5.3), group(0, 0.0, 5.2),
-        gen(0, 1, 0.0, 1.0),
-        *gym(0, 0, 1, 1.0, 1.0, 2.0),  # passes
-        *gym(0, 1, 1, 1.0, 1.0, 2.5, worker=1),  # goes on
-        *gym(0, 2, 1, 1.0, 1.0, 3.0, worker=2),  # goes on, and holds turn 1 until 3.0
-        gen(0, 2, 3.1, 4.0),
-        *gym(0, 1, 2, 4.0, 4.0, 5.0),  # no queue, but finishes last: turn 2's critical sample
-        *gym(0, 2, 2, 4.0, 4.5, 4.8, worker=1),  # queued 0.5 s, off the critical path
+        wait(0, 0.0, 6.3), group(0, 0.0, 6.2),
+        request(0, 0, 1, 0.0, 1.0), *gym(0, 0, 1, 1.0, 1.0, 2.0),  # passes
+        request(0, 1, 1, 0.0, 1.0), *gym(0, 1, 1, 1.0, 1.5, 2.5, worker=1),  # queued 0.5 s, goes on
+        request(0, 1, 2, 2.6, 3.4), *gym(0, 1, 2, 3.4, 3.4, 6.0, worker=1),  # ends last: the critical episode
+        request(0, 2, 1, 0.0, 1.0), *gym(0, 2, 1, 1.0, 1.0, 3.0, worker=2),  # turn 1's slowest, yet off the path
+        request(0, 2, 2, 3.0, 4.0), *gym(0, 2, 2, 4.0, 4.5, 4.8, worker=2),
     ]  # fmt: skip
-    expect(split(spans), generation=1.0 + 0.9, gym_service=2.0 + 1.0, other=0.1 + 0.2 + 0.1)
+    expect(split(spans), generation=1.0 + 0.8, gym_queue=0.5, gym_service=1.0 + 2.6, other=0.1 + 0.3)
 
 
 def test_the_chain_is_clipped_to_the_wait_window():
     # async: the critical group started long before the trainer began to wait
-    spans = [wait(3, 10.0, 12.5), group(7, 4.0, 12.2, version=2), gen(7, 1, 4.0, 5.0, version=2),
+    spans = [wait(3, 10.0, 12.5), group(7, 4.0, 12.2, version=2), request(7, 0, 1, 4.0, 5.0, version=2),
              *gym(7, 0, 1, 5.0, 6.0, 12.0)]  # fmt: skip
     expect(split(spans, step=3, max_staleness=1), gym_service=2.0, other=0.5)
 
@@ -104,18 +113,18 @@ def test_the_chain_is_clipped_to_the_wait_window():
 def test_the_critical_group_is_the_last_put_the_step_may_train_on():
     spans = [
         wait(3, 0.0, 10.0),
-        group(1, 0.0, 9.0, version=1), gen(1, 1, 0.0, 9.0, version=1),  # too stale for step 3: dropped
+        group(1, 0.0, 9.0, version=1), request(1, 0, 1, 0.0, 9.0, version=1),  # too stale for step 3: dropped
         group(2, 0.0, 8.0, version=2), *gym(2, 0, 1, 0.0, 0.0, 8.0),  # the one that released the batch
-        group(3, 0.0, 11.0, version=3), gen(3, 1, 0.0, 11.0, version=3),  # put after the wait ended
+        group(3, 0.0, 11.0, version=3), request(3, 0, 1, 0.0, 11.0, version=3),  # put after the wait ended
     ]  # fmt: skip
-    # group 2's chain is all gym; the engine was busy with other groups' generate calls meanwhile,
-    # which does not count: the critical group was not waiting for it
+    # group 2's chain is all gym; other groups' requests meanwhile do not count: the critical
+    # group was not waiting for them
     expect(split(spans, step=3, max_staleness=1), gym_service=8.0, other=2.0)
 
 
 def test_weight_sync_spans_in_a_gap_are_weight_sync():
     spans = [wait(0, 0.0, 4.0), group(0, 0.0, 3.9), Span("rollout", "weight_sync", 0.0, 1.0, 0),
-             gen(0, 1, 1.0, 2.0), *gym(0, 0, 1, 2.0, 2.0, 3.9)]  # fmt: skip
+             request(0, 0, 1, 1.0, 2.0), *gym(0, 0, 1, 2.0, 2.0, 3.9)]  # fmt: skip
     expect(split(spans), weight_sync=1.0, generation=1.0, gym_service=1.9, other=0.1)
 
 
@@ -136,19 +145,20 @@ def test_parts_sum_to_train_wait_on_random_timelines():
             for g in range(groups):
                 gid = step * 10 + g
                 start = a - rng.uniform(0, 2)  # may start before the wait
-                cursor = start + rng.uniform(0, 0.3)
-                for turn in (1, 2)[: rng.randint(1, 2)]:
-                    end = cursor + rng.uniform(0, 1)
-                    spans.append(gen(gid, turn, cursor, end, version=step))
-                    finishes = []
-                    for sample in range(rng.randint(1, 3)):
-                        begin = end + rng.uniform(0, 0.5)
+                ends = []
+                for sample in range(rng.randint(1, 3)):  # episodes run on their own
+                    cursor = start + rng.uniform(0, 0.3)
+                    for turn in (1, 2)[: rng.randint(1, 2)]:
+                        answered = cursor + rng.uniform(0, 1)
+                        spans.append(request(gid, sample, turn, cursor, answered, version=step))
+                        begin = answered + rng.uniform(0, 0.5)
                         finish = begin + rng.uniform(0, 2)
-                        spans += gym(gid, sample, turn, end, begin, finish, worker=sample)
-                        finishes.append(finish)
-                    cursor = max(finishes) + rng.uniform(0, 0.1)
-                spans.append(group(gid, start, cursor, version=step))
-                t = max(t, cursor)
+                        spans += gym(gid, sample, turn, answered, begin, finish, worker=sample)
+                        cursor = finish + rng.uniform(0, 0.1)
+                    ends.append(cursor)
+                put = max(ends) + rng.uniform(0, 0.1)
+                spans.append(group(gid, start, put, version=step))
+                t = max(t, put)
             if rng.random() < 0.3:
                 spans.append(Span("rollout", "weight_sync", a, a + rng.uniform(0, 1), step))
             b = max(t, a) + rng.uniform(0, 0.2)

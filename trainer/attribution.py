@@ -2,10 +2,10 @@
 
 Each step's wait is split into five parts that sum to it (up to float rounding):
 
-    generation   the rollout engine generating for the critical group, or busy generating for
-                 other groups while the critical group waits for it (see "gaps" below)
-    gym_queue    the critical sample's answer waiting for a free gym worker (submit -> start)
-    gym_service  a gym worker checking the critical sample's answer (start -> finish)
+    generation   the critical episode's request for its next turn, from asking to its answer:
+                 the engine generating it, or busy with other requests while it waits
+    gym_queue    the critical episode's answer waiting for a free gym worker (submit -> start)
+    gym_service  a gym worker checking the critical episode's answer (start -> finish)
     weight_sync  weight-sync spans (kinds in WEIGHT_SYNC_KINDS, any resource) inside the wait
     other        the rest: admission, the group not yet started, bookkeeping, the trainer waking
 
@@ -17,17 +17,16 @@ The definition, for step s with train_wait span [a, b] on resource "trainer":
    buffer hands groups out in put order, so the last one put before b is the batch's last
    member; a group put within the few microseconds between that put and the trainer waking
    would be taken for it instead (the chains of both end within those microseconds).
-2. Its chain, turn by turn (walking backwards from the put gives the same intervals): the
-   group's `generate` span of turn t (generation); then, for the critical sample of turn t,
-   the sample whose `gym_step` finished last in that turn (the group's next turn, or its put,
-   waits for it), its `gym_queue` span (gym_queue) and its `gym_step` span (gym_service).
+2. Episodes run on their own (trainer/rollout.py: no barrier between them), so the group's
+   put waits for its last episode alone: the critical episode is the sample whose last
+   `gym_step` finished last. Its chain, turn by turn: its `generate_request` span
+   (generation), its `gym_queue` span (gym_queue) and its `gym_step` span (gym_service).
 3. Every instant of [a, b] covered by the chain takes the chain's part. An instant of [a, b]
-   not covered by it (a gap) is weight_sync if a weight-sync span covers it; else generation
-   if it lies after the critical group's start and before its put and a `generate` span of any
-   group covers it (the one engine is busy with other groups: the critical group waits for
-   the engine lock); else other. In particular the time before the critical group started,
-   between its gym steps and its next generate call or its put, and after its put, is other,
-   as is all of [a, b] when no critical group is found (a timeline without group spans).
+   not covered by it (a gap) is weight_sync if a weight-sync span covers it, else other: the
+   time before the critical group started, between a gym step and the episode's next request,
+   and after its last step (advantages, the put, the trainer waking), as is all of [a, b] when
+   no critical group is found (a timeline without group spans). A request's wait for an engine
+   busy with other requests is inside its `generate_request` span, so it is generation.
 
 In the pipeline as it is, weight sync is the trainer's own `update_weights`, which never
 overlaps its `train_wait`, so weight_sync is 0 unless a policy records weight-sync spans on
@@ -45,24 +44,20 @@ PARTS = ("generation", "gym_queue", "gym_service", "weight_sync", "other")
 WEIGHT_SYNC_KINDS = frozenset({"update_weights", "weight_sync"})
 
 
+CHAIN_PARTS = {"generate_request": "generation", "gym_queue": "gym_queue", "gym_step": "gym_service"}
+
+
 def chain(spans: Iterable[Span]) -> list[tuple[str, Span]]:
-    """The critical path of one group, given its spans: (part, span) per turn, generation then
-    the critical sample's queue wait then its service."""
-    mine = list(spans)
-    generate = {s.turn: s for s in mine if s.kind == "generate"}
-    queued = {(s.sample, s.turn): s for s in mine if s.kind == "gym_queue"}
+    """The critical path of one group, given its spans: (part, span) for its critical episode
+    (the sample whose gym step finished last), turn by turn: request, queue wait, service."""
+    mine = [s for s in spans if s.kind in CHAIN_PARTS]
     steps = [s for s in mine if s.kind == "gym_step"]
-    path: list[tuple[str, Span]] = []
-    for turn in sorted(t for t in {*generate, *(s.turn for s in steps)} if t is not None):
-        if turn in generate:
-            path.append(("generation", generate[turn]))
-        stepped = [s for s in steps if s.turn == turn]
-        if stepped:
-            critical = max(stepped, key=lambda s: (s.end, s.sample or 0))
-            if (critical.sample, turn) in queued:
-                path.append(("gym_queue", queued[(critical.sample, turn)]))
-            path.append(("gym_service", critical))
-    return path
+    if not steps:
+        return []
+    critical = max(steps, key=lambda s: (s.end, s.sample or 0)).sample
+    order = list(CHAIN_PARTS)
+    path = sorted((s for s in mine if s.sample == critical), key=lambda s: (s.turn or 0, order.index(s.kind)))
+    return [(CHAIN_PARTS[s.kind], s) for s in path]
 
 
 def critical_group(groups: Iterable[Span], step: int, released: float, max_staleness: int) -> Span | None:
@@ -95,42 +90,34 @@ def split_waits(spans: Sequence[Span], steps: Sequence[int], max_staleness: int)
     groups = [s for s in spans if s.kind == "group"]
     by_group: dict[int, list[Span]] = {}
     for s in spans:
-        if s.group is not None and s.kind in ("generate", "gym_queue", "gym_step"):
+        if s.group is not None and s.kind in CHAIN_PARTS:
             by_group.setdefault(s.group, []).append(s)
     syncing = _Intervals(s for s in spans if s.kind in WEIGHT_SYNC_KINDS)
-    engine = _Intervals(s for s in spans if s.kind == "generate")
     result = []
     for n in steps:
         wait = waits[n]
         group = critical_group(groups, n, wait.end, max_staleness)
         path = chain(by_group.get(group.group, [])) if group is not None and group.group is not None else []
-        parts = _split(wait.start, wait.end, group, path, syncing, engine)
+        parts = _split(wait.start, wait.end, path, syncing)
         result.append({"step": n, **parts})
     return result
 
 
-def _split(
-    a: float, b: float, group: Span | None, path: list[tuple[str, Span]], syncing: _Intervals, engine: _Intervals
-) -> dict[str, float]:
+def _split(a: float, b: float, path: list[tuple[str, Span]], syncing: _Intervals) -> dict[str, float]:
     parts = dict.fromkeys(PARTS, 0.0)
     if b <= a:
         return parts
     on_path = [(part, s.start, s.end) for part, s in path if s.end > a and s.start < b]
-    sync, busy = syncing.within(a, b), engine.within(a, b)
+    sync = syncing.within(a, b)
     cuts = {a, b}
-    for lo, hi in [*((lo, hi) for _, lo, hi in on_path), *sync, *busy, *([(group.start, group.end)] if group else [])]:
+    for lo, hi in [*((lo, hi) for _, lo, hi in on_path), *sync]:
         cuts.update(x for x in (lo, hi) if a < x < b)
     points = sorted(cuts)
     for lo, hi in zip(points, points[1:]):
         mid = (lo + hi) / 2
         part = next((p for p, s, e in on_path if s <= mid < e), None)
         if part is None:
-            if any(s <= mid < e for s, e in sync):
-                part = "weight_sync"
-            elif group is not None and group.start <= mid < group.end and any(s <= mid < e for s, e in busy):
-                part = "generation"
-            else:
-                part = "other"
+            part = "weight_sync" if any(s <= mid < e for s, e in sync) else "other"
         parts[part] += hi - lo
     return parts
 

@@ -36,7 +36,7 @@ def calibrate(
             mine = gens[i * group : (i + 1) * group]
             rewards = [rng.random() for _ in mine]
             mean = statistics.fmean(rewards)
-            trajs = [Trajectory(task.id, i, policy.version, [Turn(task.prompt, g, policy.version, reward=r)])
+            trajs = [Trajectory(task.id, i, policy.version, [Turn(task.prompt, g, reward=r)])
                      for g, r in zip(mine, rewards)]  # fmt: skip
             groups.append(Group(i, task.id, policy.version, trajs, [r - mean for r in rewards]))
         start = time.perf_counter()

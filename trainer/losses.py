@@ -13,7 +13,7 @@ Per trained token t of a sequence with advantage A, the objective to maximise is
 
 minus `kl_coef` times the k3 estimate of KL(pi || pi_ref), averaged over tokens (`level="token"`)
 or over each sequence and then over sequences (`level="sequence"`), within one minibatch.
-r_t is exactly 1 on the step's first minibatch, so the clip binds from the second minibatch or
+r_t is 1 (up to rounding) on the step's first minibatch, so the clip binds from the second minibatch or
 epoch on: it is the trust region around pi_prox for the step's whole sequence of updates. w_t
 corrects for samples an older version generated (async training); it is truncated at `cap`
 (TIS), which bounds its variance at the cost of a bias (AReaL instead drops tokens above the cap).

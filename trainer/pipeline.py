@@ -7,10 +7,11 @@ of step s+1 start before the weights of step s are published, which is the barri
 synchronous GRPO. Async allows groups up to `max_staleness` versions behind the trainer, so
 generation and gym work overlap training.
 
-Where the policy's emulated stages share one accelerator (placement `colocated`), a rollout
-worker holds it around each generate call and the trainer around actor_train with
+Where the policy's emulated stages share one accelerator (placement `colocated`), the
+policy's engine holds it around each engine call and the trainer around actor_train with
 update_weights, so the two never overlap; the trainer's wait for it is an `accelerator_wait`
-span.
+span. The policy reports each engine call, which the run records as a `generate` span on
+resource "rollout": the engine's busy time, whichever requests a call served.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gyms import Gym
-from gyms.pool import Placement, SlotPool
 from trainer.buffer import Accounting, ReadyBuffer
 from trainer.policies.base import Policy
 from trainer.rollout import Rollout, TaskSampler
+from trainer.step_pool import Placement, StepPool
 from trainer.timeline import Timeline
 
 
@@ -34,7 +35,7 @@ class RunConfig:
     batch_groups: int = 4  # prompts per optimizer step
     group_size: int = 4  # samples per prompt (G)
     max_staleness: int = 1  # async only; sync is 0 by definition
-    rollout_workers: int | None = None  # default: enough to keep every admitted group moving
+    rollout_workers: int | None = None  # threads, one group each; default: enough for every admitted group
     seed: int = 0
     split: str = "train"
 
@@ -53,6 +54,7 @@ class RunConfig:
 
     @property
     def workers(self) -> int:
+        """Rollout worker threads (gym workers are the pool's)."""
         return self.rollout_workers or self.batch_groups * (self.staleness + 1)
 
 
@@ -89,7 +91,7 @@ class RunResult:
 def run(
     gym: Gym,
     policy: Policy,
-    pool: SlotPool,
+    pool: StepPool,
     config: RunConfig,
     on_step: Callable[[StepRecord], None] | None = None,
 ) -> RunResult:
@@ -97,8 +99,9 @@ def run(
     timeline = Timeline()
     buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness)
     depth_series: list[tuple[float, int]] = []
-    rollout = Rollout(
-        gym, pool, policy, buffer, timeline, tasks, config.group_size, threading.Lock(), depth_series
+    rollout = Rollout(gym, pool, policy, buffer, timeline, tasks, config.group_size, depth_series)
+    policy.on_engine_call = lambda start, end, version: timeline.add(
+        "rollout", "generate", timeline.at(start), timeline.at(end), version
     )
     # Rollout workers are threads beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
@@ -135,6 +138,7 @@ def run(
         buffer.stop()
         for w in workers:
             w.join()
+        policy.on_engine_call = None
     return RunResult(
         config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers,
         previous_end, list(pool.placements), policy.placement,

@@ -1,12 +1,20 @@
-"""Rollout workers: generate a group, run every episode in the gym pool, return the group.
+"""Rollout workers: run a group's episodes through the policy and the gym pool, return the group.
 
-A worker pins the newest policy version when it starts a group and uses it for every turn
-of every episode in the group; it releases the version when the group is done.
+A worker owns one group at a time: it pins the newest policy version when it starts the group,
+every turn of every episode uses it, and it releases the version when the group is done. Each
+episode is a state machine of its own, on a thread of the worker's: it asks the policy for its
+next turn as soon as its own gym step returns, with no barrier between the episodes of a
+round; the group is done when its last episode ends. Requests of every episode of every worker
+reach the policy concurrently, and the policy serialises or batches them (one engine).
 
-Besides `generate` and `gym_step`, a worker records the spans the wait attribution follows
-(trainer/attribution.py): `gym_queue` on resource "gym-queue" (an answer from its submit to the
-pool until a worker starts it) and `group` on resource "groups" (from admission to the put into
-the ready buffer, for groups with trainable samples: the trainer never waits for any other).
+Besides `gym_step`, a worker records the spans the wait attribution follows
+(trainer/attribution.py), each naming its group, sample and turn: `generate_request` on
+resource "generate-requests" (an episode's request from asking to its answer, the wait for the
+engine included), `gym_queue` on "gym-queue" (an answer from its submit to the pool until a
+worker starts it), and `group` on "groups" (from admission to the put into the ready buffer,
+for groups with trainable samples: the trainer never waits for any other). The engine's own
+calls are the policy's to report (`Policy.on_engine_call`): the pipeline records them as
+`generate` on "rollout".
 """
 
 from __future__ import annotations
@@ -21,13 +29,12 @@ from dataclasses import dataclass
 import torch
 
 from gyms import Episode, Gym, Outcome, Task
-from gyms.pool import SlotPool, StepCall
 from trainer.buffer import ReadyBuffer, Stopped
 from trainer.losses import group_advantages
 from trainer.policies.base import Policy
+from trainer.step_pool import StepCall, StepPool
 from trainer.timeline import Timeline
-from trainer.types import Group, Request, Trajectory, Turn, next_prompt
-
+from trainer.types import Generation, Group, Request, Trajectory, Turn, next_prompt
 
 class TaskSampler:
     """Tasks in a seeded shuffled order, cycling; the same sequence for sync and async runs."""
@@ -49,71 +56,49 @@ class TaskSampler:
 @dataclass
 class Rollout:
     gym: Gym
-    pool: SlotPool  # any executor's pool (gyms/executors.py)
+    pool: StepPool  # any executor's pool (gyms/executors.py)
     policy: Policy
     buffer: ReadyBuffer
     timeline: Timeline
     tasks: TaskSampler
     group_size: int
-    engine_lock: threading.Lock  # one rollout engine: generation calls take turns
     depth_series: list[tuple[float, int]]
 
     def worker(self) -> None:
         """One rollout worker's loop, until the run stops."""
-        try:
-            while True:
-                self.buffer.admit()
-                started = self.timeline.now()
-                group_id, task = self.tasks.next()
-                version = self.policy.acquire()
-                try:
-                    group = self._group(group_id, task, version)
-                except Stopped:
-                    self.buffer.abandon(self.group_size)
-                    return
-                finally:
-                    self.policy.release(version)
-                if group.trajectories:  # before the put, so that it never follows the trainer's wake-up
-                    self.timeline.add("groups", "group", started, self.timeline.now(), version, group=group_id)
-                self.buffer.put(group)
-                self.depth_series.append((self.timeline.now(), self.buffer.depth()))
-        except Stopped:
-            return
-        except Exception as exc:  # a crashed worker must fail the run, not hang it
-            self.buffer.fail(exc)
+        prefix = threading.current_thread().name
+        with cf.ThreadPoolExecutor(self.group_size, thread_name_prefix=prefix) as episodes:
+            try:
+                while True:
+                    self.buffer.admit()
+                    started = self.timeline.now()
+                    group_id, task = self.tasks.next()
+                    version = self.policy.acquire()
+                    try:
+                        group = self._group(episodes, group_id, task, version)
+                    except Stopped:
+                        self.buffer.abandon(self.group_size)
+                        return
+                    finally:
+                        self.policy.release(version)
+                    if group.trajectories:  # before the put, so that it never follows the trainer's wake-up
+                        self.timeline.add("groups", "group", started, self.timeline.now(), version, group=group_id)
+                    self.buffer.put(group)
+                    self.depth_series.append((self.timeline.now(), self.buffer.depth()))
+            except Stopped:
+                return
+            except Exception as exc:  # a crashed worker must fail the run, not hang it
+                self.buffer.fail(exc)
 
-    def _group(self, group_id: int, task: Task, version: int) -> Group:
-        trajs = [Trajectory(task.id, group_id, version) for _ in range(self.group_size)]
-        prompts = [task.prompt] * self.group_size
-        episodes: list[Episode] = [self.gym.open(task) for _ in trajs]
-        todo = list(range(self.group_size))
-        while todo:
-            turn = len(trajs[todo[0]].turns) + 1  # every sample still going is at the same turn
-            requests = [Request(task, prompts[i], turn, group_id, i) for i in todo]
-            gens = self._generate(requests, version, group_id, turn)
-            pending = {}
-            for i, gen in zip(todo, gens):
-                trajs[i].turns.append(Turn(prompts[i], gen, version))
-                pending[self.pool.submit(episodes[i], gen.text)] = i
-            todo = []
-            for call, i in self._completed(pending):
-                episodes[i] = call.episode
-                done = trajs[i].turns[-1]
-                done.observation, done.reward, done.outcome = (
-                    call.result.observation,
-                    call.result.reward,
-                    call.result.outcome,
-                )
-                at = self.timeline.at
-                where = {"group": group_id, "sample": i, "turn": turn}
-                self.timeline.add("gym-queue", "gym_queue", at(call.submitted_at), at(call.started_at), version, **where)
-                self.timeline.add(f"gym-{call.worker}", "gym_step", at(call.started_at), at(call.finished_at), version,
-                                  **where)  # fmt: skip
-                if call.result.done:
-                    call.episode.close()
-                else:
-                    prompts[i] = next_prompt(prompts[i], done.generation.text, done.observation)
-                    todo.append(i)
+    def _group(self, episodes: cf.Executor, group_id: int, task: Task, version: int) -> Group:
+        running = [episodes.submit(self._episode, task, group_id, i, version) for i in range(self.group_size)]
+        first, _ = cf.wait(running, return_when=cf.FIRST_EXCEPTION)
+        raised = [e for e in map(cf.Future.exception, first) if e is not None]
+        crash = next((e for e in raised if not isinstance(e, Stopped)), None)
+        if crash is not None:
+            self.buffer.fail(crash)  # the other episodes stop at their next request or gym step
+        cf.wait(running)  # before the version is released: no episode still generates with it
+        trajs = [r.result() for r in running]
         trainable = [t for t in trajs if t.outcome is not Outcome.ERROR]
         errors = [t.turns[-1].observation for t in trajs if t.outcome is Outcome.ERROR]
         rewards = torch.tensor([t.reward for t in trainable], dtype=torch.float32)
@@ -122,28 +107,52 @@ class Rollout:
             group_id, task.id, version, trainable, advantages, errored=len(errors), error=errors[0] if errors else ""
         )
 
-    def _generate(self, requests: list[Request], version: int, group: int, turn: int) -> list:
-        with self.engine_lock:
-            if self.buffer.stopping:
-                raise Stopped
-            with self.policy.accelerator():  # colocated: wait for training to give it up
-                if self.buffer.stopping:
-                    raise Stopped
-                with self.timeline.span("rollout", "generate", version, group=group, turn=turn):
-                    return self.policy.generate(requests, version)
+    def _episode(self, task: Task, group_id: int, sample: int, version: int) -> Trajectory:
+        """One episode, turn by turn: generate, step in the gym, and again until it ends."""
+        traj = Trajectory(task.id, group_id, version)
+        episode: Episode = self.gym.open(task)
+        prompt, turn = task.prompt, 1
+        while True:
+            where = {"group": group_id, "sample": sample, "turn": turn}
+            try:
+                gen = self._generate(Request(task, prompt, turn, group_id, sample), version, where)
+            except BaseException:
+                episode.close()  # not in the pool: nobody else will
+                raise
+            call = self._step(episode, gen.text)  # on stop, the pool's call closes the episode
+            episode, result = call.episode, call.result
+            traj.turns.append(Turn(prompt, gen, result.observation, result.reward, result.outcome))
+            at = self.timeline.at
+            self.timeline.add("gym-queue", "gym_queue", at(call.submitted_at), at(call.started_at), version, **where)
+            self.timeline.add(f"gym-{call.worker}", "gym_step", at(call.started_at), at(call.finished_at), version,
+                              **where)  # fmt: skip
+            if result.done:
+                episode.close()
+                return traj
+            prompt, turn = next_prompt(prompt, gen.text, result.observation), turn + 1
 
-    def _completed(self, pending: dict[cf.Future[StepCall], int]):
-        """Yield (call, index) as gym steps finish; on stop, leave the rest to close themselves."""
-        while pending:
-            done, _ = cf.wait(pending, timeout=0.1, return_when=cf.FIRST_COMPLETED)
-            if self.buffer.stopping:
-                for future in pending:
+    def _generate(self, request: Request, version: int, where: dict[str, int]) -> Generation:
+        if self.buffer.stopping:
+            raise Stopped
+        asked = self.timeline.now()
+        [gen] = self.policy.generate([request], version)
+        self.timeline.add("generate-requests", "generate_request", asked, self.timeline.now(), version, **where)
+        if self.buffer.stopping:
+            raise Stopped
+        return gen
+
+    def _step(self, episode: Episode, action: str) -> StepCall:
+        """The gym step of `action`; on stop, leave it to close its episode when it returns."""
+        future = self.pool.submit(episode, action)
+        while True:
+            try:
+                return future.result(timeout=0.1)
+            except cf.TimeoutError:
+                if self.buffer.stopping:
                     future.add_done_callback(_close_episode)
-                raise Stopped
-            for future in done:
-                yield future.result(), pending.pop(future)
+                    raise Stopped from None
 
 
 def _close_episode(future: cf.Future[StepCall]) -> None:
-    if not future.cancelled():
+    if not future.cancelled() and future.exception() is None:
         future.result().episode.close()

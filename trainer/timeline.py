@@ -1,10 +1,11 @@
 """Spans on one monotonic clock: every metric of a run is computed from these.
 
 Rollout spans also name what they belong to (`group`, `sample`, `turn`; None where a field does
-not apply), which the wait attribution (trainer/attribution.py) follows: `generate` names its
-group and turn, `gym_queue` (an answer waiting for a free gym worker, from submit to start) and
-`gym_step` name group, sample and turn, and `group` runs from a group's start to its put into
-the ready buffer. timeline.jsonl leaves out the fields that are None, so spans without them
+not apply), which the wait attribution (trainer/attribution.py) follows: `generate_request` (an
+episode's request, from asking to its answer), `gym_queue` (an answer waiting for a free gym
+worker, from submit to start) and `gym_step` name group, sample and turn, and `group` runs from
+a group's start to its put into the ready buffer. `generate` is one engine call, which may
+serve requests of several groups, so it names none. timeline.jsonl leaves out the fields that are None, so spans without them
 read as before, and files written before these fields existed read the same way.
 """
 

@@ -26,13 +26,13 @@ class Generation:
     prompt_tokens: list[int]
     response_tokens: list[int]
     logprobs: list[float]  # behaviour logprobs, one per response token
+    version: int  # the policy version whose weights the engine generated this with (set by the policy)
 
 
 @dataclass
 class Turn:
     prompt: str
     generation: Generation
-    version: int  # the policy version that generated this turn
     observation: str = ""
     reward: float = 0.0
     outcome: Outcome = Outcome.FAIL
@@ -42,7 +42,7 @@ class Turn:
 class Trajectory:
     task_id: str
     group_id: int
-    version: int  # every turn carries this version: weights change only between episodes
+    version: int  # the version pinned for the episode: every turn's engine must have used it
     turns: list[Turn] = field(default_factory=list)
 
     @property
@@ -54,10 +54,12 @@ class Trajectory:
         return self.turns[-1].outcome if self.turns else Outcome.ERROR
 
     def check_one_version(self) -> None:
-        versions = {t.version for t in self.turns}
+        """Every turn was generated with the pinned version's weights, as the engine reports."""
+        versions = {t.generation.version for t in self.turns}
         if versions != {self.version}:
             raise AssertionError(
-                f"trajectory of {self.task_id} (group {self.group_id}) mixes policy versions {sorted(versions)}"
+                f"trajectory of {self.task_id} (group {self.group_id}) pinned version {self.version} but its "
+                f"turns were generated with versions {sorted(versions)}"
             )
 
 

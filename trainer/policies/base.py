@@ -5,15 +5,22 @@ pinned weight version, and a learner that takes GRPO steps. `update_weights` pub
 learner's weights to the rollout engine as the next version. Rollout workers `acquire` the
 latest version at the start of an episode group and `release` it at its end, so every turn
 of an episode uses one version even while newer ones are published.
+
+Every episode of every rollout worker calls `generate` on its own, concurrently: a policy
+serialises (or batches) the calls itself, and stamps each `Generation` with the version whose
+weights produced it. One lock (`_lock`) guards the newest version and the pins, and a
+subclass's engines with them, so no version can be freed between its publication and its bump
+or while it is pinned.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from trainer.types import Generation, Group, Request
@@ -65,11 +72,15 @@ class Policy(ABC):
     def __init__(self) -> None:
         self.version = 0  # the newest published version
         self._pins: Counter[int] = Counter()
-        self._pin_lock = threading.Lock()
+        self._lock = threading.RLock()  # the version, the pins and a subclass's engines
+        # Told (start, end, version) on time.monotonic() after each engine call: the pipeline
+        # records them as the engine's `generate` spans. A call may serve several requests.
+        self.on_engine_call: Callable[[float, float, int], None] | None = None
 
     @abstractmethod
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:
-        """Generate one response per request with the weights of `version`."""
+        """Generate one response per request with the weights of `version` (pinned by the
+        caller); safe to call from many threads at once."""
 
     @abstractmethod
     def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
@@ -80,30 +91,38 @@ class Policy(ABC):
         """Publish the learner's weights to the rollout engine; returns the new version."""
 
     def acquire(self) -> int:
-        with self._pin_lock:
+        with self._lock:
             version = self.version
             self._pins[version] += 1
             return version
 
     def release(self, version: int) -> None:
-        with self._pin_lock:
+        with self._lock:
             self._pins[version] -= 1
             if self._pins[version] <= 0:
                 del self._pins[version]
-        self.drop_unused()
+            self.drop_unused()
 
     def pinned(self) -> set[int]:
-        with self._pin_lock:
+        with self._lock:
             return set(self._pins)
 
     def accelerator(self) -> contextlib.AbstractContextManager[Any]:
-        """What the caller of an accelerator stage holds around it, outside the stage's span:
-        rollout workers around each generate call, the trainer around actor_train together with
+        """What an accelerator stage's caller holds around it, outside the stage's span: the
+        policy's engine around each engine call, the trainer around actor_train together with
         update_weights. A colocated policy's one `Accelerator`; nothing by default."""
         return contextlib.nullcontext()
 
+    @contextlib.contextmanager
+    def _engine_call(self, version: int) -> Iterator[None]:
+        """Around one engine call (of one or many requests): reports it to `on_engine_call`."""
+        start = time.monotonic()
+        yield
+        if self.on_engine_call is not None:
+            self.on_engine_call(start, time.monotonic(), version)
+
     def drop_unused(self) -> None:
-        """Free rollout weights of versions that are neither newest nor pinned."""
+        """Free rollout weights of versions that are neither newest nor pinned (under `_lock`)."""
 
     def describe(self) -> dict[str, str]:
         described = {"policy": self.name, "emulated": str(self.emulated).lower()}

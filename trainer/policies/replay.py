@@ -13,6 +13,13 @@ Placement (docs/benchmarks.md): `colocated`, the default, has one emulated accel
 that generation and training/weight sync hold in turn, so they never overlap; only gym work
 overlaps them. `disaggregated` gives rollout and training accelerators of their own, so
 generation may overlap training.
+
+Generation runs on one emulated rollout engine with continuous batching (policies/batching.py):
+each episode asks on its own, and requests that arrive while a call runs share the next one.
+A call lasts the profile's `generate_s` of the batch's *total* response tokens (a call cost
+plus a per-token cost): the profiles' figures are throughputs of an engine busy with a full
+batch (policies/profiles.py), so a token costs what it did when each group was one call, and
+the published figures stay comparable; batching saves only the per-call cost.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any
 
 from gyms import Candidate, Gym
 from trainer.policies.base import Accelerator, Policy
+from trainer.policies.batching import BatchingEngine
 from trainer.policies.profiles import HardwareProfile
 from trainer.types import Generation, Group, Request
 
@@ -65,16 +73,21 @@ class ReplayPolicy(Policy):
         self.seed = seed
         self.placement = placement
         self._accelerator = Accelerator() if placement == "colocated" else None
-        self._lock = threading.Lock()  # guards the candidate cache
+        self._candidates_lock = threading.Lock()
         self._candidates: dict[str, list[Candidate]] = {}
+        self._engine = BatchingEngine(self.accelerator, self._run_engine_call)
 
     def accelerator(self) -> contextlib.AbstractContextManager[Any]:
         return self._accelerator if self._accelerator is not None else contextlib.nullcontext()
 
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:
-        generations = [self._pick(r, self._rng(r, position)) for position, r in enumerate(requests)]
-        time.sleep(self.profile.generate_s(sum(len(g.response_tokens) for g in generations)))
+        generations = [self._pick(r, self._rng(r, position), version) for position, r in enumerate(requests)]
+        self._engine.serve(sum(len(g.response_tokens) for g in generations), version)
         return generations
+
+    def _run_engine_call(self, response_tokens: int, version: int) -> None:
+        with self._engine_call(version):
+            time.sleep(self.profile.generate_s(response_tokens))
 
     def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
         tokens = sum(
@@ -88,8 +101,9 @@ class ReplayPolicy(Policy):
 
     def update_weights(self) -> int:
         time.sleep(self.profile.update_weights_s)
-        self.version += 1
-        return self.version
+        with self._lock:
+            self.version += 1
+            return self.version
 
     def _rng(self, request: Request, position: int) -> random.Random:
         """The draws of one action: seeded by (seed, task, group, sample, turn) alone. A request
@@ -99,9 +113,9 @@ class ReplayPolicy(Policy):
         key = json.dumps([self.seed, request.task.id, group, sample, request.turn])
         return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
 
-    def _pick(self, request: Request, rng: random.Random) -> Generation:
+    def _pick(self, request: Request, rng: random.Random, version: int) -> Generation:
         task = request.task
-        with self._lock:
+        with self._candidates_lock:
             if task.id not in self._candidates:
                 self._candidates[task.id] = self.gym.candidates(task, random.Random(task.id))
             candidates = self._candidates[task.id]
@@ -123,6 +137,7 @@ class ReplayPolicy(Policy):
             prompt_tokens=[0] * self.profile.prompt_tokens,
             response_tokens=[0] * n_response,
             logprobs=[0.0] * n_response,
+            version=version,
         )
 
     def describe(self) -> dict[str, str]:

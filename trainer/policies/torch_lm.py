@@ -10,7 +10,6 @@ the small models these backends run on CPU; large-model rollouts belong to a ser
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -79,8 +78,7 @@ class TorchPolicy(Policy):
         self._shuffle = torch.Generator().manual_seed(seed)
         self.optimizer = torch.optim.AdamW(self.learner.parameters(), lr=lr)
         self.reference = self._frozen_copy() if kl_coef else None
-        self._engines = {0: self._frozen_copy()}
-        self._engine_lock = threading.Lock()
+        self._engines = {0: self._frozen_copy()}  # version -> rollout weights, under `_lock`
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
 
     def _frozen_copy(self) -> torch.nn.Module:
@@ -93,19 +91,21 @@ class TorchPolicy(Policy):
 
     @torch.no_grad()
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:
-        with self._engine_lock:
+        # One engine: concurrent callers take turns (one call each, not batched together), and
+        # holding `_lock` keeps the version's weights from being freed mid-call.
+        with self._lock, self._engine_call(version):
             engine = self._engines[version]
-        results: dict[int, Generation] = {}
-        # Requests with the same prompt (a GRPO group) are sampled as one batch.
-        by_prompt: dict[str, list[int]] = {}
-        for i, r in enumerate(requests):
-            by_prompt.setdefault(r.prompt, []).append(i)
-        for prompt, indices in by_prompt.items():
-            for i, gen in zip(indices, self._sample(engine, prompt, len(indices))):
-                results[i] = gen
-        return [results[i] for i in range(len(requests))]
+            results: dict[int, Generation] = {}
+            # Requests with the same prompt (a GRPO group) are sampled as one batch.
+            by_prompt: dict[str, list[int]] = {}
+            for i, r in enumerate(requests):
+                by_prompt.setdefault(r.prompt, []).append(i)
+            for prompt, indices in by_prompt.items():
+                for i, gen in zip(indices, self._sample(engine, version, prompt, len(indices))):
+                    results[i] = gen
+            return [results[i] for i in range(len(requests))]
 
-    def _sample(self, engine: torch.nn.Module, prompt: str, n: int) -> list[Generation]:
+    def _sample(self, engine: torch.nn.Module, version: int, prompt: str, n: int) -> list[Generation]:
         budget = self.max_len - self.max_new_tokens
         prompt_tokens = self.tokenizer.encode(prompt)[-budget:]  # keep the end of long conversations
         ids = torch.tensor([prompt_tokens] * n, device=self.device)
@@ -123,7 +123,7 @@ class TorchPolicy(Policy):
                 break
             ids = torch.cat([ids, nxt.unsqueeze(1)], dim=1)
         return [
-            Generation(self.tokenizer.decode(t), prompt_tokens, t, lp) for t, lp in zip(tokens, logprobs)
+            Generation(self.tokenizer.decode(t), prompt_tokens, t, lp, version) for t, lp in zip(tokens, logprobs)
         ]
 
     # -- learning --------------------------------------------------------------------------
@@ -215,13 +215,13 @@ class TorchPolicy(Policy):
                 prompt, response = pairs[k]
                 p = self.tokenizer.encode(prompt)[-(self.max_len - self.max_new_tokens) :]
                 r = self.tokenizer.encode(response)[: self.max_new_tokens - 1] + [self.tokenizer.eos_id]
-                rows.append((Generation(response, p, r, [0.0] * len(r)), 0.0))
+                rows.append((Generation(response, p, r, [0.0] * len(r), self.version), 0.0))
             ids, mask, _, _ = self._batch(rows)
             loss = -(self._token_logprobs(self.learner, ids) * mask).sum() / mask.sum()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
-        with self._engine_lock:
+        with self._lock:
             self._engines[self.version] = self._frozen_copy()
         return float(loss.detach())
 
@@ -229,15 +229,15 @@ class TorchPolicy(Policy):
 
     def update_weights(self) -> int:
         engine = self._frozen_copy()
-        with self._engine_lock:
+        with self._lock:  # the insert and the bump are one step: drop_unused sees both or neither
             self._engines[self.version + 1] = engine
-        self.version += 1
-        self.drop_unused()
-        return self.version
+            self.version += 1
+            self.drop_unused()
+            return self.version
 
     def drop_unused(self) -> None:
-        keep = self.pinned() | {self.version}
-        with self._engine_lock:
+        with self._lock:
+            keep = set(self._pins) | {self.version}
             for v in [v for v in self._engines if v not in keep]:
                 del self._engines[v]
 

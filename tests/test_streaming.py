@@ -1,0 +1,222 @@
+"""Streaming rollout and real overlap: episodes of a group run on their own (no barrier between
+rounds), and async runs overlap generation and gym work with training, which sync never does.
+
+Every ordering asserted here is forced by an event, not hoped for from the clock: a gym step
+that waits at a gate only a later request opens, and training steps held open until the work
+that must overlap them has been seen inside them.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from toy_gyms import ToyEpisode, ToyGym
+
+from gyms import Candidate, Episode, Outcome, Task, Verdict
+from gyms.pool import GymPool
+from trainer.pipeline import RunConfig, run
+from trainer.policies.profiles import ZERO, HardwareProfile
+from trainer.policies.replay import ReplayPolicy
+from trainer.step_pool import StepCall
+from trainer.timeline import Span
+
+GATE_S = 60.0  # a bound for a broken build only: every gate opens as soon as its event happens
+OPEN = "open"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with GymPool(workers=2, step_timeout_s=GATE_S) as p:
+        yield p
+
+
+class GateEpisode(ToyEpisode):
+    """`gate` waits (in the gym worker) until the gate file exists, then is wrong."""
+
+    def __init__(self, task: Task, max_turns: int, gate: str) -> None:
+        super().__init__(task, max_turns)
+        self.gate = Path(gate)
+
+    def evaluate(self, action: str) -> Verdict:
+        if action != "gate":
+            return super().evaluate(action)
+        deadline = time.monotonic() + GATE_S
+        while not (self.gate / OPEN).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return Verdict(0.0, Outcome.FAIL, "opened")
+
+
+class GateGym(ToyGym):
+    def __init__(self, gate: Path) -> None:
+        super().__init__(max_turns=3, tasks=2)
+        self.gate = str(gate)
+
+    def open(self, task: Task) -> Episode:
+        return GateEpisode(task, self.max_turns, self.gate)
+
+
+class Scripted(ReplayPolicy):
+    """Sample 0's first answer waits at the gate; sample 1's is wrong at once, and its second
+    request opens the gate. Every other answer passes."""
+
+    def __init__(self, gym: GateGym) -> None:
+        super().__init__(gym, ZERO)
+        self.gate = Path(gym.gate)
+
+    def generate(self, requests, version):
+        scripted = []
+        for r, g in zip(requests, super().generate(requests, version)):
+            if (r.sample, r.turn) == (1, 2):
+                (self.gate / OPEN).touch()
+            text = {(0, 1): "gate", (1, 1): "wrong"}.get((r.sample, r.turn), "pass")
+            scripted.append(replace(g, text=text))
+        return scripted
+
+
+def of(spans: list[Span], kind: str, sample: int, turn: int) -> Span:
+    [span] = [s for s in spans if s.kind == kind and s.group == 0 and (s.sample, s.turn) == (sample, turn)]
+    return span
+
+
+def test_an_episode_asks_for_its_next_turn_while_another_of_its_group_is_still_in_the_gym(pool, tmp_path):
+    gym = GateGym(tmp_path)
+    result = run(gym, Scripted(gym), pool, RunConfig(mode="sync", steps=1, batch_groups=1, group_size=2))
+    spans = result.timeline.spans
+    held = of(spans, "gym_step", sample=0, turn=1)
+    asked = of(spans, "generate_request", sample=1, turn=2)
+    # With a barrier between rounds sample 1's second turn would wait for sample 0's first step,
+    # which waits for that very request: the gate would only open at its time limit.
+    assert asked.start < held.end, (asked, held)
+    [group] = [s for s in spans if s.kind == "group" and s.group == 0]
+    last = max(s.end for s in spans if s.kind == "gym_step" and s.group == 0)
+    assert of(spans, "gym_step", sample=0, turn=2).end == last <= group.end  # the group ended with its last episode
+
+
+# Generous stage times next to scheduling noise; the gates below make the overlaps certain.
+SLOW = HardwareProfile("test-slow", "test", 2e-4, 1e-4, 0.05, response_tokens=100, prompt_tokens=10)
+
+
+class Watched:
+    """The real pool, counting the steps in flight and reporting each finished one to
+    `on_step` (a StepPool itself)."""
+
+    def __init__(self, pool: GymPool) -> None:
+        self.pool = pool
+        self.in_flight = 0
+        self.changed = threading.Condition()
+        self.on_step: Callable[[StepCall], None] = lambda call: None
+
+    @property
+    def workers(self) -> int:
+        return self.pool.workers
+
+    @property
+    def placements(self):
+        return self.pool.placements
+
+    def submit(self, episode: Episode, action: str) -> Future[StepCall]:
+        with self.changed:
+            self.in_flight += 1
+        future = self.pool.submit(episode, action)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, future: Future[StepCall]) -> None:
+        if future.exception() is None:
+            self.on_step(future.result())
+        with self.changed:
+            self.in_flight -= 1
+            self.changed.notify_all()
+
+
+class HeldTraining(ReplayPolicy):
+    """Holds each training step open while work that could overlap it is in flight, until it
+    has: a gym step that finished during the step, and (disaggregated) an engine call wholly
+    inside it. So an overlap the run could have is never missed, and no step waits for nothing."""
+
+    def __init__(self, *args, pool: Watched, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.pool = pool
+        self._training_since: float | None = None
+        self.gym_inside = self.engine_inside = False
+        pool.on_step = self._stepped
+
+    def _stepped(self, call: StepCall) -> None:
+        since = self._training_since
+        if since is not None and call.finished_at > since:  # and training holds on: they overlap
+            self.gym_inside = True  # the pool notifies when it has counted the step
+
+    def _run_engine_call(self, response_tokens, version):
+        since = self._training_since
+        super()._run_engine_call(response_tokens, version)
+        if since is not None and since == self._training_since:
+            with self.pool.changed:
+                self.engine_inside = True
+                self.pool.changed.notify_all()
+
+    def release(self, version):
+        super().release(version)
+        with self.pool.changed:
+            self.pool.changed.notify_all()
+
+    def _seen(self) -> bool:
+        gym = self.gym_inside or self.pool.in_flight == 0
+        engine = self.engine_inside or self.placement == "colocated" or not self.pinned()
+        return gym and engine
+
+    def train_step(self, groups):
+        self._training_since = time.monotonic()
+        try:
+            with self.pool.changed:
+                self.pool.changed.wait_for(self._seen, GATE_S)
+            return super().train_step(groups)
+        finally:
+            self._training_since = None
+
+
+def overlapping(spans: list[Span], kind: str) -> list[tuple[Span, Span]]:
+    training = [s for s in spans if s.resource == "trainer" and s.kind in ("actor_train", "update_weights")]
+    return [(w, t) for w in spans if w.kind == kind for t in training if w.start < t.end and t.start < w.end]
+
+
+class SlowGym(ToyGym):
+    """Every wrong answer takes the gym 0.2 s, long next to the trainer's bookkeeping: gym work in
+    flight when a training step starts is still in flight when it has started."""
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        return [Candidate("pass", "pass", "reference"), Candidate("sleep:0.2", "fail", "slow-wrong")]
+
+
+def timeline(real: GymPool, mode: str, placement: str) -> list[Span]:
+    gym = SlowGym(max_turns=3, tasks=4)  # skill 0: every answer wrong, every episode three turns
+    config = RunConfig(mode=mode, steps=3, batch_groups=2, group_size=2, max_staleness=1)
+    pool = Watched(real)
+    policy = HeldTraining(gym, SLOW, skill=0.0, placement=placement, pool=pool)
+    return run(gym, policy, pool, config).timeline.spans
+
+
+@pytest.mark.parametrize("placement", ["colocated", "disaggregated"])
+def test_async_overlaps_gym_work_with_training_in_both_placements(pool, placement):
+    spans = timeline(pool, "async", placement)
+    assert overlapping(spans, "gym_step")
+    generation = overlapping(spans, "generate")
+    if placement == "disaggregated":
+        assert generation, "generation has accelerators of its own: it overlaps training"
+    else:
+        assert not generation, generation[:3]  # one accelerator pool: they take turns
+
+
+@pytest.mark.parametrize("placement", ["colocated", "disaggregated"])
+def test_sync_never_overlaps_generation_or_gym_work_with_training(pool, placement):
+    spans = timeline(pool, "sync", placement)  # held training would catch any overlap there is
+    assert [s for s in spans if s.kind == "gym_step"] and [s for s in spans if s.kind == "generate"]
+    assert not overlapping(spans, "gym_step")
+    assert not overlapping(spans, "generate")
+    assert not overlapping(spans, "generate_request")

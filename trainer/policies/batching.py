@@ -1,0 +1,61 @@
+"""One emulated rollout engine with continuous batching, for the replay policy.
+
+Callers on any thread hand in a request's response tokens and block until the engine call
+that served it ends. A call takes every request waiting when it starts; requests that arrive
+while it runs wait and share the next call. The caller that finds the engine idle runs that
+call for everyone: it first holds the accelerator (colocated: training may hold it meanwhile,
+and requests keep joining), then takes the batch and runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class _Request:
+    tokens: int
+    version: int
+    served: bool = False
+
+
+class BatchingEngine:
+    def __init__(
+        self,
+        hold: Callable[[], contextlib.AbstractContextManager[Any]],
+        call: Callable[[int, int], None],
+    ) -> None:
+        self._hold = hold  # what an engine call holds around it: the accelerator
+        self._call = call  # runs one engine call: (the batch's response tokens, its newest version)
+        self._cond = threading.Condition()
+        self._waiting: list[_Request] = []
+        self._busy = False
+
+    def serve(self, tokens: int, version: int) -> None:
+        """Return once an engine call has generated `tokens` response tokens for this request."""
+        mine = _Request(tokens, version)
+        with self._cond:
+            self._waiting.append(mine)
+            while self._busy and not mine.served:
+                self._cond.wait()
+            if mine.served:
+                return
+            self._busy = True  # this caller runs the next call, for everyone waiting by then
+        batch: list[_Request] = []
+        try:
+            with self._hold():
+                with self._cond:
+                    batch, self._waiting = self._waiting, []
+                self._call(sum(r.tokens for r in batch), max(r.version for r in batch))
+        finally:
+            with self._cond:
+                for r in batch:
+                    r.served = True
+                if not mine.served:  # the call failed before it took the batch
+                    self._waiting.remove(mine)
+                self._busy = False
+                self._cond.notify_all()
