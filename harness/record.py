@@ -117,16 +117,22 @@ def write_mode(run_dir: Path, mode: str, result: RunResult) -> None:
         result.timeline.write_jsonl(run_dir / "timeline.jsonl", mode)
 
 
+# The learner's step statistics that steps.csv keeps, one column each after StepRecord's fields
+# (trainer/policies/torch_lm.py's train_step); empty for a policy that reports none (replay).
+STAT_COLUMNS = ("loss", "clip_fraction", "ratio_deviation_mean", "ratio_deviation_max", "approx_kl",
+                "optimizer_steps", "groups_zero_advantage", "tokens_left_out_fraction")  # fmt: skip
+
+
 def write_steps(path: Path, mode: str, result: RunResult) -> None:
     new = not path.exists()
     with naming(path), path.open("a", newline="") as f:
         writer = csv.writer(f)
         fields = [k for k in asdict(result.steps[0]) if k != "stats"] if result.steps else []
         if new:
-            writer.writerow(["mode", *fields, "loss"])
+            writer.writerow(["mode", *fields, *STAT_COLUMNS])
         for s in result.steps:
             row = asdict(s)
-            writer.writerow([mode, *(row[k] for k in fields), s.stats.get("loss", "")])
+            writer.writerow([mode, *(row[k] for k in fields), *(s.stats.get(k, "") for k in STAT_COLUMNS)])
 
 
 def write_buffer_depth(path: Path, mode: str, result: RunResult) -> None:

@@ -22,7 +22,7 @@ MODE_ORDER = ("sync", "async")
 NUMBERS = ("step_time_mean", "train_wait_mean", "trainer_idle_ratio", "samples_per_s", "reward_mean",
            "staleness_mean", "ideal_step_time")  # fmt: skip
 TABLES = ("staleness_histogram", "accounting", "config")
-# steps.csv holds StepRecord's fields (harness/record.py writes them), its stats as `loss`.
+# steps.csv holds StepRecord's fields (harness/record.py writes them), then its stats (STAT_COLUMNS).
 STEP_FIELDS = tuple(f.name for f in fields(StepRecord) if f.name != "stats")
 INT_FIELDS = {f.name for f in fields(StepRecord) if f.type == "int"}
 

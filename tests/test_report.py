@@ -177,3 +177,22 @@ def test_service_percentiles_interpolate_between_ranks():
     assert (stats.count, stats.p50, stats.max) == (100, 50.5, 100.0)
     assert stats.p95 == pytest.approx(95.05) and stats.p99 == pytest.approx(99.01)
     assert service_stats([]) is None
+
+
+def test_steps_csv_keeps_the_learners_stats(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from harness.record import STAT_COLUMNS, write_steps
+    from harness.rundir import STEP_FIELDS
+    from trainer.pipeline import StepRecord
+
+    def step(n: int, stats: dict[str, float]) -> StepRecord:
+        return StepRecord(n, 1.0 + n, 1.0, 0.5, 0.3, 0.1, 0.5, 0.25, 8, 0.0, 0, stats)
+
+    learned = {"loss": -0.12, "clip_fraction": 0.03, "approx_kl": 0.001, "optimizer_steps": 4.0}
+    write_steps(tmp_path / "steps.csv", "sync", SimpleNamespace(steps=[step(0, learned)]))
+    write_steps(tmp_path / "steps.csv", "async", SimpleNamespace(steps=[step(0, {})]))  # replay: no stats
+    rows = list(csv.DictReader((tmp_path / "steps.csv").open()))
+    assert list(rows[0]) == ["mode", *STEP_FIELDS, *STAT_COLUMNS]
+    assert (rows[0]["clip_fraction"], rows[0]["optimizer_steps"], rows[0]["groups_zero_advantage"]) == ("0.03", "4.0", "")
+    assert all(rows[1][k] == "" for k in STAT_COLUMNS)
