@@ -229,7 +229,8 @@ def benchmark(
     gym: Annotated[str, typer.Option(help="Gym name (harness gyms list) or module:Class.")] = "verilog",
     mode: Annotated[str, typer.Option(help="both, sync or async.")] = "both",
     steps: Annotated[int, typer.Option(min=2, help="Optimizer steps per mode; the first is warm-up.")] = 10,
-    policy: Annotated[str, typer.Option(help="replay, tiny, or hf:PATH[@DEVICE].")] = "replay",
+    policy: Annotated[str, typer.Option(help="replay, tiny[:KEY=VALUE,...] or hf:PATH[@DEVICE][:KEY=VALUE,...]; "
+                                        "learner options such as minibatches=4,epochs=1: docs/architecture.md, the loss.")] = "replay",
     profile: Annotated[str, typer.Option(help="Hardware profile for replay: a name or a JSON file.")] = "h100-qwen3-4b",
     gym_workers: Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")] = None,
     batch: Annotated[int, typer.Option(min=1, help="Prompts (groups) per optimizer step.")] = 4,
