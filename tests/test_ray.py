@@ -128,7 +128,7 @@ def test_multi_turn_episodes_keep_one_version_and_one_node(cluster):
     assert any(len(t.turns) > 1 for t in trajectories), "the test needs episodes that span several turns"
     for trainer_version, group in policy.trained:
         for traj in group.trajectories:
-            assert {turn.version for turn in traj.turns} == {traj.version} == {group.version}
+            assert {turn.generation.version for turn in traj.turns} == {traj.version} == {group.version}
             assert 0 <= trainer_version - traj.version <= config.staleness
             # an episode's files live on the node of its first step: every turn runs there
             assert len({node_of(turn.observation) for turn in traj.turns}) == 1
