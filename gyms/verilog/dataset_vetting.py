@@ -35,6 +35,7 @@ from gyms import cache
 from gyms.base import Task
 from gyms.sandbox import Limits, Sandbox, SandboxError, SandboxRun
 from gyms.verilog.benches import DESIGN, Bench, BenchOptions, make_bench
+from gyms.verilog.episode import build_limits
 from gyms.verilog.prebuild import ensure_warm
 from gyms.verilog.recorded import NoVerdict
 from gyms.verilog.simulators import Job, make_simulator
@@ -115,8 +116,7 @@ class _Runner:
         self.simulator = simulator
         self.sandbox = Sandbox()
         # An answer's build limit (as in the episode): a reference that needs more could not be matched.
-        self.build_limits = Limits(wall_s=compile_timeout_s, cpu_s=math.ceil(compile_timeout_s), memory_mb=4096,
-                                   processes=128)  # fmt: skip
+        self.build_limits = build_limits(compile_timeout_s)
         self.sim_limits = Limits(wall_s=VET_SIM_LIMIT_S, cpu_s=math.ceil(VET_SIM_LIMIT_S), memory_mb=2048)
         self.ccache = ccache
 

@@ -34,6 +34,19 @@ CCACHE_SCRATCH = ".ccache-tmp"  # ccache's temporary files, in the turn director
 RETRY = "\nFix the design and answer with the complete module again."
 
 
+
+# A build's limit is CPU time (`compile_timeout_s` of it, counted per process), which a loaded
+# machine does not eat into; wall time only backs it up, BUILD_WALL_PER_CPU times as long. A
+# build that loops burns CPU and ends at its CPU limit whatever the load, while a correct one on
+# a machine at load 12 (6 runnable processes per core, seen under CI beside other work) took
+# more than its 30 s of wall time with a few seconds of CPU, and failed as the model's fault.
+BUILD_WALL_PER_CPU = 3.0
+
+
+def build_limits(compile_timeout_s: float) -> Limits:
+    return Limits(wall_s=compile_timeout_s * BUILD_WALL_PER_CPU, cpu_s=math.ceil(compile_timeout_s), memory_mb=4096,
+                  processes=128)  # fmt: skip
+
 @dataclass(frozen=True)
 class Settings:
     """The gym options an episode needs (plain values: they travel with the episode)."""
@@ -198,9 +211,7 @@ class VerilogEpisode(Episode):
                 return None
 
     def _build_limits(self) -> Limits:
-        s = self.settings
-        return Limits(wall_s=s.compile_timeout_s, cpu_s=math.ceil(s.compile_timeout_s), memory_mb=4096,
-                      processes=128)  # fmt: skip
+        return build_limits(self.settings.compile_timeout_s)
 
     def _sim_timeout_s(self) -> float:
         s = self.settings

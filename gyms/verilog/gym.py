@@ -38,7 +38,7 @@ from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.options import Options
 from gyms.verilog.benches import BenchOptions
 from gyms.verilog.candidates import builtin_candidates, loader_candidates
-from gyms.verilog.episode import Settings, VerilogEpisode
+from gyms.verilog.episode import BUILD_WALL_PER_CPU, Settings, VerilogEpisode
 from gyms.verilog.dataset_vetting import Vetting, vet_references
 from gyms.verilog.loaders import Loaded, load_source
 from gyms.verilog.simulators import SIMULATORS
@@ -136,7 +136,7 @@ class VerilogGym(Gym):
         if sim_timeout_s not in (None, ""):
             self.sim_timeout_s = _OPTIONS.seconds("sim_timeout_s", sim_timeout_s)
             self.sim_timeouts = {}
-        self.step_timeout_s = self.compile_timeout_s + self.sim_timeout_s + STEP_SLACK_S
+        self.step_timeout_s = self.compile_timeout_s * BUILD_WALL_PER_CPU + self.sim_timeout_s + STEP_SLACK_S
         if not self.tasks():
             excluded = self.excluded_tasks()
             if excluded:
@@ -215,7 +215,7 @@ class VerilogGym(Gym):
         short = copy.copy(self)  # the tasks, loaded and vetted once, are shared
         short.sim_timeout_s = SHORT_SIM_TIMEOUT_S[self.testbench]
         short.sim_timeouts = {}
-        short.step_timeout_s = self.compile_timeout_s + short.sim_timeout_s + STEP_SLACK_S
+        short.step_timeout_s = self.compile_timeout_s * BUILD_WALL_PER_CPU + short.sim_timeout_s + STEP_SLACK_S
         return short
 
     def tools(self) -> list[ToolCheck]:
