@@ -220,3 +220,48 @@ def test_sync_never_overlaps_generation_or_gym_work_with_training(pool, placemen
     assert not overlapping(spans, "gym_step")
     assert not overlapping(spans, "generate")
     assert not overlapping(spans, "generate_request")
+
+
+
+def test_a_failed_engine_call_fails_every_request_it_took() -> None:
+    import contextlib
+
+    from trainer.policies.batching import BatchingEngine
+
+    holding, go = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    @contextlib.contextmanager
+    def hold():  # the accelerator: the runner holds it while the follower joins the batch
+        holding.set()
+        go.wait()
+        yield
+
+    def call(tokens: int, version: int) -> None:
+        calls.append(tokens)
+        if len(calls) == 1:
+            raise RuntimeError("the engine broke")
+
+    engine = BatchingEngine(hold, call)
+    outcomes: dict[str, str] = {}
+
+    def ask(name: str) -> None:
+        try:
+            engine.serve(5, 0)
+            outcomes[name] = "served"
+        except RuntimeError as exc:
+            outcomes[name] = str(exc)
+
+    runner = threading.Thread(target=ask, args=("runner",))
+    runner.start()
+    holding.wait()
+    follower = threading.Thread(target=ask, args=("follower",))
+    follower.start()
+    deadline = time.monotonic() + 30
+    while len(engine._waiting) < 2 and time.monotonic() < deadline:  # the follower has joined the queue
+        time.sleep(0.001)
+    go.set()
+    runner.join()
+    follower.join()
+    assert calls == [10]  # one call took both requests
+    assert outcomes == {"runner": "the engine broke", "follower": "the engine broke"}

@@ -21,6 +21,7 @@ class _Request:
     tokens: int
     version: int
     served: bool = False
+    failed: BaseException | None = None  # what ended the call that took this request, if it raised
 
 
 class BatchingEngine:
@@ -43,18 +44,24 @@ class BatchingEngine:
             while self._busy and not mine.served:
                 self._cond.wait()
             if mine.served:
+                if mine.failed is not None:
+                    raise mine.failed
                 return
             self._busy = True  # this caller runs the next call, for everyone waiting by then
         batch: list[_Request] = []
+        failed: BaseException | None = None
         try:
             with self._hold():
                 with self._cond:
                     batch, self._waiting = self._waiting, []
                 self._call(sum(r.tokens for r in batch), max(r.version for r in batch))
+        except BaseException as exc:
+            failed = exc  # every request of the batch is answered with it, not as if generated
+            raise
         finally:
             with self._cond:
                 for r in batch:
-                    r.served = True
+                    r.served, r.failed = True, failed
                 if not mine.served:  # the call failed before it took the batch
                     self._waiting.remove(mine)
                 self._busy = False
