@@ -1,12 +1,18 @@
 """The ready buffer: completed groups wait here for the trainer, under admission control.
 
 Admission keeps the pipeline from running ahead: a new group may start only while
-`started - wasted < (trainer_version + max_staleness + 1) * batch_groups`, where `wasted`
-counts groups that will never be trained (fully errored or dropped as stale). Groups are
-then never staler than `max_staleness` when the trainer takes them in order; any that are
-(multi-turn episodes finish out of order) are dropped and counted. With max_staleness 0
-this rule *is* the synchronous barrier: no group of step s+1 starts before the weights
-of step s are published.
+`started - wasted < (trainer_version + max_staleness + 1) * batch_groups + oversample`, where
+`wasted` counts groups that will never be trained (fully errored or dropped as stale). Groups
+are then never staler than `max_staleness` when the trainer takes them in order; any that are
+(multi-turn episodes finish out of order) are dropped and counted. With max_staleness 0 and no
+over-sampling this rule *is* the synchronous barrier: no group of step s+1 starts before the
+weights of step s are published.
+
+Over-sampling (`oversample` = k) keeps k more groups in flight than the steps need, and the
+trainer takes groups in completion order, so a step trains on the first `batch_groups` to
+complete and one slow group no longer holds it up. The k left over train at a later step if
+they are still fresh enough, and are otherwise dropped as stale and counted: under sync
+(max_staleness 0) that is every one of them, k groups of gym work wasted per step.
 """
 
 from __future__ import annotations
@@ -50,17 +56,20 @@ class PipelineFailure(RuntimeError):
 ERRORED_STREAK_LIMIT = 8
 
 
-def admits(started: int, wasted: int, trainer_version: int, max_staleness: int, batch_groups: int) -> bool:
+def admits(
+    started: int, wasted: int, trainer_version: int, max_staleness: int, batch_groups: int, oversample: int = 0
+) -> bool:
     """The admission rule: may one more group start? The real buffer and the simulator
     (harness/sim/) both ask this one function, so the rule lives in one place."""
-    return started - wasted < (trainer_version + max_staleness + 1) * batch_groups
+    return started - wasted < (trainer_version + max_staleness + 1) * batch_groups + oversample
 
 
 class ReadyBuffer:
-    def __init__(self, batch_groups: int, group_size: int, max_staleness: int) -> None:
-        if max_staleness < 0:
-            raise ValueError("max_staleness must be >= 0")
+    def __init__(self, batch_groups: int, group_size: int, max_staleness: int, oversample: int = 0) -> None:
+        if max_staleness < 0 or oversample < 0:
+            raise ValueError("max_staleness and oversample must be >= 0")
         self.batch_groups = batch_groups
+        self.oversample = oversample
         self.group_size = group_size
         self.max_staleness = max_staleness
         self.accounting = Accounting()
@@ -80,7 +89,8 @@ class ReadyBuffer:
         """Block until a new group may start; raises `Stopped` when the run ends."""
         with self._cond:
             while not self._stopping and not admits(
-                self._started, self._wasted, self._trainer_version, self.max_staleness, self.batch_groups
+                self._started, self._wasted, self._trainer_version, self.max_staleness, self.batch_groups,
+                self.oversample,
             ):
                 self._cond.wait()
             if self._stopping or self._failure:

@@ -35,7 +35,8 @@ class RunConfig:
     batch_groups: int = 4  # prompts per optimizer step
     group_size: int = 4  # samples per prompt (G)
     max_staleness: int = 1  # async only; sync is 0 by definition
-    rollout_workers: int | None = None  # threads, one group each; default: enough for every admitted group
+    oversample: int = 0  # groups in flight beyond what the steps need; a step trains on the first to complete
+    rollout_threads: int | None = None  # one group each; default: enough for every admitted group
     seed: int = 0
     split: str = "train"
 
@@ -45,17 +46,18 @@ class RunConfig:
         for name in ("steps", "batch_groups", "group_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        if self.max_staleness < 0:
-            raise ValueError("max_staleness must be >= 0")
+        for name in ("max_staleness", "oversample"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
 
     @property
     def staleness(self) -> int:
         return 0 if self.mode == "sync" else self.max_staleness
 
     @property
-    def workers(self) -> int:
-        """Rollout worker threads (gym workers are the pool's)."""
-        return self.rollout_workers or self.batch_groups * (self.staleness + 1)
+    def threads(self) -> int:
+        """Rollout threads, one group each (gym workers are the pool's processes)."""
+        return self.rollout_threads or self.batch_groups * (self.staleness + 1) + self.oversample
 
 
 @dataclass
@@ -97,7 +99,7 @@ def run(
 ) -> RunResult:
     tasks = TaskSampler(gym.tasks(config.split), config.seed)  # before the clock starts
     timeline = Timeline()
-    buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness)
+    buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness, config.oversample)
     depth_series: list[tuple[float, int]] = []
     rollout = Rollout(gym, pool, policy, buffer, timeline, tasks, config.group_size, depth_series)
     policy.on_engine_call = lambda start, end, version: timeline.add(
@@ -106,7 +108,7 @@ def run(
     # Rollout workers are threads beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
     workers = [
-        threading.Thread(target=rollout.worker, name=f"rollout-{i}", daemon=True) for i in range(config.workers)
+        threading.Thread(target=rollout.worker, name=f"rollout-{i}", daemon=True) for i in range(config.threads)
     ]
     for w in workers:
         w.start()

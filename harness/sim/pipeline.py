@@ -70,7 +70,7 @@ class SimConfig:
 
     def run_config(self, steps: int) -> RunConfig:
         return RunConfig(self.mode, steps, self.batch_groups, self.group_size, self.max_staleness,
-                         self.rollout_workers, self.seed)  # fmt: skip
+                         rollout_threads=self.rollout_workers, seed=self.seed)  # fmt: skip
 
 
 class _Group:
@@ -106,7 +106,7 @@ class _Simulation:
         self.engines = Servers(config.engines)
         self.events: list[tuple[float, int, int, object]] = []
         self.seq = itertools.count()
-        self.free_workers = run_config.workers
+        self.free_workers = run_config.threads
         self.started = self.wasted = self.version = self.step = 0
         self.accounting = Accounting()
         self.staleness: dict[int, int] = {}
@@ -267,7 +267,7 @@ class _Simulation:
         for i in range(pieces):
             timeline.add(f"gym-{i}", "gym_step", start, start + gym_busy / pieces, 0)
         run_config = self.config.run_config(len(self.records))
-        self.accounting.abandoned = (run_config.workers - self.free_workers) * self.config.group_size
+        self.accounting.abandoned = (run_config.threads - self.free_workers) * self.config.group_size
         self.accounting.buffered = sum(g.trainable for g in self.ready)
         return RunResult(run_config, self.records, timeline, self.accounting, dict(self.staleness), self.depth_series,
                          self.config.gym_workers, end, placement=self.config.placement)  # fmt: skip
