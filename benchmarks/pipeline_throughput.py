@@ -1,7 +1,7 @@
 """Pipeline throughput: how many trajectories per second the orchestration itself can move.
 
 A null gym (instant reward) and the replay policy with the zero hardware profile leave only
-the pipeline's own work: rollout workers, the gym pool's process hops, the ready buffer and
+the pipeline's own work: rollout threads, the gym pool's process hops, the ready buffer and
 the trainer loop. Run from the repository root:
 
     .venv/bin/python benchmarks/pipeline_throughput.py [--steps 20] [--batch 8] [--group 8]

@@ -12,10 +12,12 @@ import torch
 
 from gyms import Gym, executors, make
 from harness import control, costcard, errors, intervals, outputs, record
+from trainer import bias
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
 from trainer.policies import make_policy
 from trainer.policies.profiles import HardwareProfile, load_profile
+from trainer.types import Fate
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class BenchmarkSpec:
     batch_groups: int = 4
     group_size: int = 4
     max_staleness: int = 1
+    oversample: int = 0  # groups in flight beyond what the steps need (trainer/buffer.py)
     seed: int = 0
     executor: str = "local"  # where gym workers run: local or ray (gyms/executors.py)
     ray_address: str | None = None
@@ -41,6 +44,8 @@ class BenchmarkSpec:
         executors.check(self.executor, self.ray_address)
         if self.repeats < 1:
             raise ValueError("repeats must be at least 1")
+        if self.oversample < 0:
+            raise ValueError("oversample must be >= 0")
 
 
 class BenchmarkInterrupted(Exception):
@@ -80,8 +85,9 @@ def run_benchmark(
     asked, on a pool of its own); write and return the run's summary.
 
     The summary's `modes` are the first repeat's (the report's figures come from them);
-    `comparison` holds the means over repeats, `intervals` their 95 % intervals, `repeats`
-    every repeat. Progress labels name the mode, the repeat and the control ("sync",
+    `comparison` holds the means over repeats, `intervals` their 95 % intervals, `bias` each
+    mode's slow-sample bias audit over the trajectories of all its repeats, `repeats` every
+    repeat. Progress labels name the mode, the repeat and the control ("sync",
     "async 2/3", "control sync").
 
     Start-up (the gym and its tasks, the profile, the first policy, a writable RESULTS with room)
@@ -148,6 +154,7 @@ def _measure(
 ) -> None:  # fmt: skip
     """Every repeat of every mode of one workload on one pool, into `w.block`."""
     w.block["modes"], w.block["repeats"] = {}, []
+    fates: dict[str, list[Fate]] = {}  # per mode, over the repeats
     pool = executors.make_pool(spec.executor, w.name, w.options, spec.gym_workers, w.gym.step_timeout_s,
                                spec.ray_address)  # fmt: skip
     with pool:
@@ -161,17 +168,19 @@ def _measure(
                 policy = make_policy(spec.policy, w.gym, profile, spec.seed, spec.placement)  # same initial weights
                 config = RunConfig(
                     mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,
-                    max_staleness=spec.max_staleness, seed=spec.seed,
+                    max_staleness=spec.max_staleness, oversample=spec.oversample, seed=spec.seed,
                 )  # fmt: skip
                 callback = (lambda s, m=label: on_step(m, s)) if on_step else None
                 result = run(w.gym, policy, pool, config, on_step=callback)
                 record.write_mode(run_dir.path / w.subdir / _repeat_dir(r), mode, result)
                 repeat["modes"][mode] = summarize(result)
+                fates.setdefault(mode, []).extend(result.fates)
                 if r == 0:
                     w.block["modes"][mode] = repeat["modes"][mode]
             if {"sync", "async"} <= set(repeat["modes"]):
                 repeat["comparison"] = compare(repeat["modes"]["sync"], repeat["modes"]["async"])
     _means(w.block)
+    w.block["bias"] = {mode: bias.audit(f) for mode, f in fates.items()}
 
 
 def _repeat_dir(r: int) -> str:

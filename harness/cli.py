@@ -236,6 +236,10 @@ def benchmark(
     batch: Annotated[int, typer.Option(min=1, help="Prompts (groups) per optimizer step.")] = 4,
     group: Annotated[int, typer.Option(min=1, help="Samples per prompt (GRPO group size).")] = 4,
     max_staleness: Annotated[int, typer.Option(min=0, help="Async: how many versions a sample may lag.")] = 1,
+    oversample: Annotated[
+        int, typer.Option(min=0, help="Groups in flight beyond what the steps need: a step trains on the first "
+                          "--batch groups to complete; the rest train later if fresh enough, else are dropped.")
+    ] = 0,
     seed: int = 0,
     gym_option: GymOptions = None,
     executor: Annotated[str, typer.Option(help="Where gym workers run: local, or ray (docs/ray.md).")] = "local",
@@ -265,8 +269,8 @@ def benchmark(
     spec = BenchmarkSpec(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
-        max_staleness=max_staleness, seed=seed, executor=executor, ray_address=ray_address, placement=placement,
-        repeats=repeats, control=control,
+        max_staleness=max_staleness, oversample=oversample, seed=seed, executor=executor, ray_address=ray_address,
+        placement=placement, repeats=repeats, control=control,
     )  # fmt: skip
 
     def progress(mode_name: str, s: StepRecord) -> None:
@@ -277,7 +281,8 @@ def benchmark(
             )
 
     if not as_json:
-        extra = (f", {repeats} repeats (ABBA)" if repeats > 1 else "") + (", with the instant-gym control" if control else "")
+        extra = (f", over-sampling {oversample} groups" if oversample else "") + (
+            f", {repeats} repeats (ABBA)" if repeats > 1 else "") + (", with the instant-gym control" if control else "")
         console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps{extra}")
     summary, run_dir = run_benchmark(spec, results, on_step=progress)
     write_report(run_dir)  # report.html and figures/ beside the run record
@@ -297,11 +302,28 @@ def benchmark(
             f"{name}: {m['oscillation']}. Trajectories: generated {acc['generated']} = trained {acc['trained']}"
             f" + dropped stale {acc['dropped_stale']} + errored {acc['errored']} + in flight {acc['in_flight']}"
         )
+        if summary.get("bias", {}).get(name):
+            console.print(f"{name}: {_bias_line(summary['bias'][name])}")
     if summary["emulated"]:
         console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
                       f"{summary['profile']['name']}: {summary['profile']['description']}; placement "
                       f"{summary['placement']}: {PLACEMENT_WORDS.get(summary['placement'], '')}")  # fmt: skip
     console.print(f"written: {run_dir}")
+
+
+def _bias_line(b: dict) -> str:
+    """The slow-sample bias audit in one line (trainer/bias.py), pooled over the repeats."""
+    if not b["quartiles"]:
+        return "slow-sample bias: too few trajectories trained or dropped to form latency quartiles"
+    accepted = ", ".join(f"{q['acceptance']:.0%}" for q in b["quartiles"])
+    ratio = "-" if b["slow_fast_acceptance"] is None else f"{b['slow_fast_acceptance']:.2f}"
+
+    def reward(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    return (f"slow-sample bias {ratio} (acceptance slowest / fastest gym-latency quartile; by quartile {accepted}); "
+            f"mean reward trained {reward(b['reward_trained'])}, dropped {reward(b['reward_dropped'])}; "
+            f"gym time on dropped trajectories {b['gym_s_dropped_share']:.1%}")  # fmt: skip
 
 
 def _comparison_line(block: dict, name: str) -> str:

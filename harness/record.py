@@ -107,12 +107,13 @@ def package_versions(names: tuple[str, ...] = ("heavygym", "torch", "transformer
 
 
 def write_mode(run_dir: Path, mode: str, result: RunResult) -> None:
-    """One finished mode's steps.csv, buffer.csv and timeline.jsonl rows (run_dir: the run's
+    """One finished mode's steps.csv, buffer.csv, trajectories.csv and timeline.jsonl rows (run_dir: the run's
     directory, or a repeat's or the control's directory below it)."""
     with naming(run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)
     write_steps(run_dir / "steps.csv", mode, result)
     write_buffer_depth(run_dir / "buffer.csv", mode, result)
+    write_trajectories(run_dir / "trajectories.csv", mode, result)
     with naming(run_dir / "timeline.jsonl"):
         result.timeline.write_jsonl(run_dir / "timeline.jsonl", mode)
 
@@ -142,6 +143,21 @@ def write_buffer_depth(path: Path, mode: str, result: RunResult) -> None:
         if new:
             writer.writerow(["mode", "time", "depth"])
         writer.writerows([mode, round(t, 6), d] for t, d in result.depth_series)
+
+
+def write_trajectories(path: Path, mode: str, result: RunResult) -> None:
+    """One row per trajectory: its gym latency and fate, for the slow-sample bias audit (trainer/bias.py)."""
+    new = not path.exists()
+    with naming(path), path.open("a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(["mode", *TRAJECTORY_COLUMNS])
+        for fate in result.fates:
+            row = asdict(fate)
+            writer.writerow([mode, *("" if row[k] is None else row[k] for k in TRAJECTORY_COLUMNS)])
+
+
+TRAJECTORY_COLUMNS = ("group", "sample", "task_id", "version", "turns", "gym_s", "reward", "outcome", "fate", "step")
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:

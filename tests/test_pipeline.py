@@ -133,7 +133,7 @@ class CrashingPolicy(ReplayPolicy):
         raise RuntimeError("engine on fire")
 
 
-def test_a_crashed_rollout_worker_fails_the_run(pool):
+def test_a_crashed_rollout_thread_fails_the_run(pool):
     gym = ToyGym()
     with pytest.raises(PipelineFailure, match="engine on fire"):
         run(gym, CrashingPolicy(gym, ZERO), pool, RunConfig(steps=2))

@@ -21,7 +21,7 @@ GATE_S = 30.0  # a bound for a broken build only: the gate opens as soon as its 
 
 
 class GatedReplay(ReplayPolicy):
-    """Holds a training step open until a rollout worker asks for a generation while it trains
+    """Holds a training step open until a rollout thread asks for a generation while it trains
     (once per run), so every run below has generation that wants the accelerator during
     training. `asked` is set when an engine call asks for the accelerator during training
     (colocated: it then has to wait), `overlapped` when an engine call runs during training."""

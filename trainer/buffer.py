@@ -21,7 +21,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from trainer.types import Group
+from trainer.types import DROPPED_STALE, ERRORED, IN_FLIGHT, TRAINED, Fate, Group, Trajectory
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Stopped(Exception):
 
 
 class PipelineFailure(RuntimeError):
-    """The run cannot go on: a rollout worker crashed, or every episode ends in an error."""
+    """The run cannot go on: a rollout thread crashed, or every episode ends in an error."""
 
 
 # This many fully errored groups in a row, and no trained group between them, stop the run:
@@ -73,6 +73,7 @@ class ReadyBuffer:
         self.group_size = group_size
         self.max_staleness = max_staleness
         self.accounting = Accounting()
+        self.fates: list[Fate] = []  # one per trajectory that has one, as the accounting counts them
         self.staleness: dict[int, int] = {}  # staleness -> trained trajectories
         self._ready: deque[Group] = deque()
         self._started = 0
@@ -100,7 +101,8 @@ class ReadyBuffer:
 
     def put(self, group: Group) -> None:
         with self._cond:
-            self.accounting.errored += group.errored
+            self.accounting.errored += len(group.errored)
+            self.fates += [Fate.of(t, ERRORED) for t in group.errored]
             if group.trajectories:
                 self._ready.append(group)
                 self._errored_streak = 0
@@ -115,16 +117,18 @@ class ReadyBuffer:
             self._cond.notify_all()
 
     def fail(self, why: BaseException) -> None:
-        """A rollout worker crashed: stop the run with its error instead of waiting forever."""
+        """A rollout thread crashed: stop the run with its error instead of waiting forever."""
         with self._cond:
             if self._failure is None:
-                self._failure = PipelineFailure(f"a rollout worker failed: {type(why).__name__}: {why}")
+                self._failure = PipelineFailure(f"a rollout thread failed: {type(why).__name__}: {why}")
                 self._failure.__cause__ = why
             self._cond.notify_all()
 
-    def abandon(self, trajectories: int) -> None:
+    def abandon(self, trajectories: list[Trajectory]) -> None:
+        """A group the run stopped in rollout: its trajectories, each as far as it got."""
         with self._cond:
-            self.accounting.abandoned += trajectories
+            self.accounting.abandoned += len(trajectories)
+            self.fates += [Fate.of(t, IN_FLIGHT) for t in trajectories]
 
     @property
     def stopping(self) -> bool:
@@ -152,6 +156,7 @@ class ReadyBuffer:
                 staleness = version - group.version
                 if staleness > self.max_staleness:
                     self.accounting.dropped_stale += len(group.trajectories)
+                    self.fates += [Fate.of(t, DROPPED_STALE, version) for t in group.trajectories]
                     self._wasted += 1
                     self._cond.notify_all()
                     continue
@@ -159,6 +164,7 @@ class ReadyBuffer:
             for group in batch:
                 n = len(group.trajectories)
                 self.accounting.trained += n
+                self.fates += [Fate.of(t, TRAINED, version) for t in group.trajectories]
                 self.staleness[version - group.version] = self.staleness.get(version - group.version, 0) + n
         return batch
 
@@ -174,7 +180,8 @@ class ReadyBuffer:
             self._cond.notify_all()
 
     def close_books(self) -> Accounting:
-        """After every rollout worker has stopped: count what is left in the buffer."""
+        """After every rollout thread has stopped: count what is left in the buffer."""
         with self._cond:
             self.accounting.buffered = sum(len(g.trajectories) for g in self._ready)
+            self.fates += [Fate.of(t, IN_FLIGHT) for g in self._ready for t in g.trajectories]
             return self.accounting

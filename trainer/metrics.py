@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from trainer import attribution
+from trainer import attribution, bias
 from trainer.pipeline import RunResult
 from trainer.timeline import Span
 
@@ -138,6 +138,7 @@ def summarize(result: RunResult) -> dict:
         "pass_rate": statistics.fmean(s.pass_rate for s in measured),
         "staleness_mean": statistics.fmean(s.staleness_mean for s in measured),
         "staleness_histogram": {str(k): v for k, v in sorted(result.staleness.items())},
+        "bias": bias.audit(result.fates) if result.fates else None,  # None: not recorded (a simulated run)
         "accounting": {**asdict(result.accounting), "in_flight": result.accounting.in_flight,
                        "balanced": result.accounting.balanced()},  # fmt: skip
         "ideal_step_time": ideal,

@@ -1,6 +1,6 @@
 """One GRPO run, synchronous or asynchronous, over the same components.
 
-    tasks -> rollout workers -> gym pool -> ready buffer -> trainer -> update_weights -> ...
+    tasks -> rollout threads -> gym pool -> ready buffer -> trainer -> update_weights -> ...
 
 Both modes run the same code. Sync is max_staleness 0: admission control then lets no group
 of step s+1 start before the weights of step s are published, which is the barrier of
@@ -26,6 +26,7 @@ from trainer.policies.base import Policy
 from trainer.rollout import Rollout, TaskSampler
 from trainer.step_pool import Placement, StepPool
 from trainer.timeline import Timeline
+from trainer.types import Fate
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class RunResult:
     wall: float
     placements: list[Placement] = field(default_factory=list)  # where each gym worker ran, over time
     placement: str | None = None  # the policy's: colocated, disaggregated, or None (real hardware)
+    fates: list[Fate] = field(default_factory=list)  # one per generated trajectory (empty: not recorded)
 
 
 def run(
@@ -105,13 +107,13 @@ def run(
     policy.on_engine_call = lambda start, end, version: timeline.add(
         "rollout", "generate", timeline.at(start), timeline.at(end), version
     )
-    # Rollout workers are threads beside the trainer under every executor: they only coordinate
+    # Rollout threads are threads beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
-    workers = [
-        threading.Thread(target=rollout.worker, name=f"rollout-{i}", daemon=True) for i in range(config.threads)
+    threads = [
+        threading.Thread(target=rollout.thread, name=f"rollout-{i}", daemon=True) for i in range(config.threads)
     ]
-    for w in workers:
-        w.start()
+    for t in threads:
+        t.start()
     records: list[StepRecord] = []
     previous_end = 0.0
     try:
@@ -138,12 +140,12 @@ def run(
                 on_step(records[-1])
     finally:
         buffer.stop()
-        for w in workers:
-            w.join()
+        for t in threads:
+            t.join()
         policy.on_engine_call = None
     return RunResult(
         config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers,
-        previous_end, list(pool.placements), policy.placement,
+        previous_end, list(pool.placements), policy.placement, list(buffer.fates),
     )  # fmt: skip
 
 

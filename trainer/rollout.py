@@ -1,13 +1,13 @@
-"""Rollout workers: run a group's episodes through the policy and the gym pool, return the group.
+"""Rollout threads: run a group's episodes through the policy and the gym pool, return the group.
 
-A worker owns one group at a time: it pins the newest policy version when it starts the group,
+A rollout thread owns one group at a time: it pins the newest policy version when it starts the group,
 every turn of every episode uses it, and it releases the version when the group is done. Each
-episode is a state machine of its own, on a thread of the worker's: it asks the policy for its
+episode is a state machine of its own, on a thread of its own: it asks the policy for its
 next turn as soon as its own gym step returns, with no barrier between the episodes of a
-round; the group is done when its last episode ends. Requests of every episode of every worker
+round; the group is done when its last episode ends. Requests of every episode of every thread
 reach the policy concurrently, and the policy serialises or batches them (one engine).
 
-Besides `gym_step`, a worker records the spans the wait attribution follows
+Besides `gym_step`, a rollout thread records the spans the wait attribution follows
 (trainer/attribution.py), each naming its group, sample and turn: `generate_request` on
 resource "generate-requests" (an episode's request from asking to its answer, the wait for the
 engine included), `gym_queue` on "gym-queue" (an answer from its submit to the pool until a
@@ -64,8 +64,8 @@ class Rollout:
     group_size: int
     depth_series: list[tuple[float, int]]
 
-    def worker(self) -> None:
-        """One rollout worker's loop, until the run stops."""
+    def thread(self) -> None:
+        """One rollout thread's loop, until the run stops."""
         prefix = threading.current_thread().name
         with cf.ThreadPoolExecutor(self.group_size, thread_name_prefix=prefix) as episodes:
             try:
@@ -76,9 +76,6 @@ class Rollout:
                     version = self.policy.acquire()
                     try:
                         group = self._group(episodes, group_id, task, version)
-                    except Stopped:
-                        self.buffer.abandon(self.group_size)
-                        return
                     finally:
                         self.policy.release(version)
                     if group.trajectories:  # before the put, so that it never follows the trainer's wake-up
@@ -87,29 +84,34 @@ class Rollout:
                     self.depth_series.append((self.timeline.now(), self.buffer.depth()))
             except Stopped:
                 return
-            except Exception as exc:  # a crashed worker must fail the run, not hang it
+            except Exception as exc:  # a crashed thread must fail the run, not hang it
                 self.buffer.fail(exc)
 
     def _group(self, episodes: cf.Executor, group_id: int, task: Task, version: int) -> Group:
-        running = [episodes.submit(self._episode, task, group_id, i, version) for i in range(self.group_size)]
+        """The group's episodes, to their ends; on stop, its trajectories as far as they got
+        are abandoned (in flight) and `Stopped` is raised."""
+        trajs = [Trajectory(task.id, group_id, version, sample=i) for i in range(self.group_size)]
+        running = [episodes.submit(self._episode, task, traj) for traj in trajs]
         first, _ = cf.wait(running, return_when=cf.FIRST_EXCEPTION)
         raised = [e for e in map(cf.Future.exception, first) if e is not None]
         crash = next((e for e in raised if not isinstance(e, Stopped)), None)
         if crash is not None:
             self.buffer.fail(crash)  # the other episodes stop at their next request or gym step
         cf.wait(running)  # before the version is released: no episode still generates with it
-        trajs = [r.result() for r in running]
+        for r in running:
+            if isinstance(r.exception(), Stopped):
+                self.buffer.abandon(trajs)
+                raise Stopped
+            r.result()  # a crash: the run has failed with it
         trainable = [t for t in trajs if t.outcome is not Outcome.ERROR]
-        errors = [t.turns[-1].observation for t in trajs if t.outcome is Outcome.ERROR]
+        errored = [t for t in trajs if t.outcome is Outcome.ERROR]
         rewards = torch.tensor([t.reward for t in trainable], dtype=torch.float32)
         advantages = group_advantages(rewards).tolist() if len(trainable) > 1 else [0.0] * len(trainable)
-        return Group(
-            group_id, task.id, version, trainable, advantages, errored=len(errors), error=errors[0] if errors else ""
-        )
+        return Group(group_id, task.id, version, trainable, advantages, errored)
 
-    def _episode(self, task: Task, group_id: int, sample: int, version: int) -> Trajectory:
-        """One episode, turn by turn: generate, step in the gym, and again until it ends."""
-        traj = Trajectory(task.id, group_id, version)
+    def _episode(self, task: Task, traj: Trajectory) -> None:
+        """One episode, turn by turn into `traj`: generate, step in the gym, and again until it ends."""
+        group_id, sample, version = traj.group_id, traj.sample, traj.version
         episode: Episode = self.gym.open(task)
         prompt, turn = task.prompt, 1
         while True:
@@ -122,13 +124,14 @@ class Rollout:
             call = self._step(episode, gen.text)  # on stop, the pool's call closes the episode
             episode, result = call.episode, call.result
             traj.turns.append(Turn(prompt, gen, result.observation, result.reward, result.outcome))
+            traj.gym_s += call.finished_at - call.started_at
             at = self.timeline.at
             self.timeline.add("gym-queue", "gym_queue", at(call.submitted_at), at(call.started_at), version, **where)
             self.timeline.add(f"gym-{call.worker}", "gym_step", at(call.started_at), at(call.finished_at), version,
                               **where)  # fmt: skip
             if result.done:
                 episode.close()
-                return traj
+                return
             prompt, turn = next_prompt(prompt, gen.text, result.observation), turn + 1
 
     def _generate(self, request: Request, version: int, where: dict[str, int]) -> Generation:

@@ -1,7 +1,7 @@
 """What the trainer needs of a gym pool, as protocols: any executor's pool drives a run
 (gyms/executors.py makes them: local worker processes or Ray actors).
 
-A rollout worker submits an episode's answer and reads the step back; the run reports the
+A rollout thread submits an episode's answer and reads the step back; the run reports the
 pool's size and where its workers ran.
 """
 

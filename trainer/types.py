@@ -44,6 +44,8 @@ class Trajectory:
     group_id: int
     version: int  # the version pinned for the episode: every turn's engine must have used it
     turns: list[Turn] = field(default_factory=list)
+    sample: int = 0  # its place in the group
+    gym_s: float = 0.0  # gym latency: the service times of its gym steps, summed
 
     @property
     def reward(self) -> float:
@@ -70,10 +72,41 @@ class Group:
     id: int
     task_id: str
     version: int
-    trajectories: list[Trajectory]  # trainable ones: errored trajectories are counted, not kept
+    trajectories: list[Trajectory]  # the trainable ones
     advantages: list[float]
-    errored: int = 0
-    error: str = ""  # one errored trajectory's message, for reports
+    errored: list[Trajectory] = field(default_factory=list)  # ended in an infrastructure error: never trained
+
+    @property
+    def error(self) -> str:
+        """One errored trajectory's message, for reports."""
+        return self.errored[0].turns[-1].observation if self.errored else ""
+
+
+# A trajectory's fate, as the slow-sample bias audit counts it (trainer/bias.py).
+TRAINED, DROPPED_STALE, ERRORED, IN_FLIGHT = "trained", "dropped_stale", "errored", "in_flight"
+FATES = (TRAINED, DROPPED_STALE, ERRORED, IN_FLIGHT)
+
+
+@dataclass(frozen=True)
+class Fate:
+    """What became of one trajectory: trained or dropped stale at trainer `step`, errored, or in
+    flight (in rollout, or completed and not yet trained) when the run stopped."""
+
+    group: int
+    sample: int
+    task_id: str
+    version: int
+    turns: int
+    gym_s: float
+    reward: float
+    outcome: str
+    fate: str
+    step: int | None = None
+
+    @classmethod
+    def of(cls, traj: Trajectory, fate: str, step: int | None = None) -> Fate:
+        return cls(traj.group_id, traj.sample, traj.task_id, traj.version, len(traj.turns), traj.gym_s, traj.reward,
+                   traj.outcome.value, fate, step)  # fmt: skip
 
 
 def next_prompt(prompt: str, response: str, observation: str) -> str:

@@ -6,7 +6,7 @@ learner's weights to the rollout engine as the next version. Rollout workers `ac
 latest version at the start of an episode group and `release` it at its end, so every turn
 of an episode uses one version even while newer ones are published.
 
-Every episode of every rollout worker calls `generate` on its own, concurrently: a policy
+Every episode of every rollout thread calls `generate` on its own, concurrently: a policy
 serialises (or batches) the calls itself, and stamps each `Generation` with the version whose
 weights produced it. One lock (`_lock`) guards the newest version and the pins, and a
 subclass's engines with them, so no version can be freed between its publication and its bump
@@ -28,7 +28,7 @@ from trainer.types import Generation, Group, Request
 
 class Accelerator:
     """One accelerator pool that the stages of a colocated policy hold in turn, first come first
-    served: a plain lock would let the rollout workers, which call generate back to back, keep
+    served: a plain lock would let the rollout threads, which call generate back to back, keep
     the trainer waiting. A holder interrupted while it waits gives its turn up."""
 
     def __init__(self) -> None:
