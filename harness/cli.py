@@ -411,6 +411,8 @@ def simulate(
     batch: Annotated[int, typer.Option(help="Prompts (groups) per optimizer step.")] = 4,
     group: Annotated[int, typer.Option(help="Samples per prompt.")] = 4,
     max_staleness: Annotated[int, typer.Option(help="Async: how many versions a sample may lag.")] = 1,
+    oversample: Annotated[int, typer.Option(help="Groups in flight beyond what the steps need (--replay takes "
+                                            "the run's).")] = 0,
     gym_workers: Annotated[Optional[int], typer.Option(help="Gym workers in all (default: core count).")] = None,
     engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time).")] = 1,
     trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
@@ -446,7 +448,8 @@ def simulate(
         raise ValueError(f"--mode is both, sync or async, got {mode!r}")
     config = SimConfig(
         steps=steps if steps is not None else (10 if duration_s is None else 2**62), duration_s=duration_s,
-        batch_groups=batch, group_size=group, max_staleness=max_staleness, engines=engines, trainers=trainers,
+        batch_groups=batch, group_size=group, max_staleness=max_staleness, oversample=oversample, engines=engines,
+        trainers=trainers,
         gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement,
     )  # fmt: skip
     summary = sim.simulate_gym(gym, card, profile, config, modes, results)

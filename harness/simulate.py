@@ -97,9 +97,10 @@ class Fidelity:
 
 
 def replay(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> Fidelity:
-    """Simulate a real run from its own measurements (gym_step, generate, actor_train and
-    update_weights spans; its batch, group, staleness, gym workers and steps), `repeats`
-    times with different seeds: a run of a few steps is itself one noisy sample."""
+    """Simulate a real run from its own measurements (gym_step, generate, generate_request,
+    actor_train and update_weights spans; its batch, group, staleness, over-sampling, gym
+    workers and steps), `repeats` times with different seeds: a run of a few steps is itself
+    one noisy sample."""
     if repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {repeats}")
     path = find_run(run, results_root)
@@ -107,12 +108,23 @@ def replay(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> F
     spec = recorded.summary["spec"]
     config = SimConfig(
         steps=int(spec["steps"]), batch_groups=int(spec["batch_groups"]), group_size=int(spec["group_size"]),
-        max_staleness=int(spec["max_staleness"]), gym_workers=int(recorded.summary["gym_workers"]),
+        max_staleness=int(spec["max_staleness"]), oversample=_oversample(recorded.summary),
+        gym_workers=int(recorded.summary["gym_workers"]),
         placement=recorded.summary.get("placement") or "disaggregated",  # real stages: their own hardware
     )  # fmt: skip
     card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
     predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]
     return Fidelity(recorded.run_id, recorded.summary["gym"], repeats, config, modes, recorded.summary, predicted)
+
+
+def _oversample(summary: dict[str, Any]) -> int:
+    """A run's over-sampling, from its modes' configs (or its spec); 0 for runs from before it."""
+    default = summary["spec"].get("oversample", 0)
+    found = {int(figures["config"].get("oversample", default)) for figures in summary["modes"].values()}
+    if len(found) > 1:
+        raise ValueError(f"run {summary['run_id']}: its modes over-sampled differently ({sorted(found)}); "
+                         "a replay simulates one configuration: replay a run of one oversample")  # fmt: skip
+    return found.pop()
 
 
 def fidelity_table(fid: Fidelity) -> Table:

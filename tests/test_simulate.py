@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
 import shutil
+import statistics
 from collections import Counter
 from dataclasses import replace
 
@@ -17,16 +19,18 @@ from toy_gyms import ToyGym
 
 from gyms import Candidate, Task
 from harness import costcard
+from harness.benchmark import BenchmarkSpec, run_benchmark
 from harness.costcard import CostCard, fit_turns, turn_pmf
 from harness.gymprofile import replay_mix
 from harness.rundir import load_run
 from harness.sim.distribution import Distribution
-from harness.sim.pipeline import SimConfig, simulate
+from harness.sim.pipeline import SimConfig, _Simulation, simulate
 from harness.sim.queue import Servers
 from harness.sim.stages import Stages, from_run
+from harness.simulate import replay
 from trainer.buffer import ReadyBuffer, admits
 from trainer.metrics import summarize
-from trainer.policies.profiles import ZERO
+from trainer.policies.profiles import ZERO, HardwareProfile
 from trainer.policies.replay import ReplayPolicy
 from trainer.types import Request
 
@@ -72,15 +76,17 @@ def test_fifo_servers_reproduce_m_m_c(arrival, servers):
 
 # -- deterministic pipelines, computed by hand ------------------------------------------------
 
-# 2 groups of 4 single-turn episodes; one engine makes a response in 0.1 s, so a group's
-# generation call takes 0.4 s; a gym step takes 0.5 s on a free worker; training 2 s + 0.5 s.
+# 2 groups of 4 single-turn episodes; one engine makes a response in 0.1 s, and a call lasts
+# the sum over the requests it took; a gym step takes 0.5 s on a free worker; training 2 s + 0.5 s.
+# When a step's groups start, their requests reach the engine at once: the first finds it idle
+# and is a call of its own (0.1 s); the others wait for it and share the next call.
 HAND = dict(batch_groups=2, group_size=4, gym_workers=8, steps=8)
 CONSTANT = card(Distribution.constant(0.5))
 
 
 def test_sync_step_is_generation_then_gym_then_training():
     result = simulate(CONSTANT, stages(0.1, 2.0, 0.5), SimConfig(mode="sync", **HAND))
-    rollout = 2 * 4 * 0.1 + 0.5  # both groups' generation calls back to back, then the last group's gym steps
+    rollout = 0.1 + 7 * 0.1 + 0.5  # a call of one request, one of the other seven, then their gym steps
     assert [s.step_time for s in result.steps] == pytest.approx([rollout + 2.5] * 8)
     assert [s.train_wait for s in result.steps] == pytest.approx([rollout] * 8)
     figures = summarize(result)
@@ -91,7 +97,9 @@ def test_sync_step_is_generation_then_gym_then_training():
 
 def test_async_training_bound_step_is_the_training_time():
     result = simulate(CONSTANT, stages(0.1, 2.0, 0.5), SimConfig(mode="async", max_staleness=1, **HAND))
-    assert result.steps[0].step_time == pytest.approx(2 * 4 * 0.1 + 0.5 + 2.5)  # warm-up: nothing to overlap
+    # warm-up: 4 groups start; a call of one request, then one of 15 (to 1.6 s), whose gym steps
+    # take the 8 workers in turn: the first 8 (groups 1 and 2 complete) end at 2.1 s
+    assert result.steps[0].step_time == pytest.approx(0.1 + 15 * 0.1 + 0.5 + 2.5)
     assert [s.step_time for s in result.steps[1:]] == pytest.approx([2.5] * 7)
     figures = summarize(result)
     assert figures["trainer_idle_ratio"] == pytest.approx(0.0, abs=1e-12)
@@ -100,18 +108,66 @@ def test_async_training_bound_step_is_the_training_time():
 
 
 def test_async_rollout_bound_step_is_the_engine_time():
-    # generation of a batch takes 2 x 4 x 0.5 = 4 s, training 1 s: the engine sets the pace
-    result = simulate(CONSTANT, stages(0.5, 0.5, 0.5), SimConfig(mode="async", max_staleness=3, **HAND))
-    assert [s.step_time for s in result.steps[2:]] == pytest.approx([4.0] * 6)
+    # generation of a batch takes 2 x 4 x 0.5 = 4 s of engine time, training 1 s: the engine sets
+    # the pace, in bursts: the requests that arrive during a long call share the next one, so
+    # several steps' groups complete together (here step times cycle 2, 12, 1, 1 s)
+    result = simulate(CONSTANT, stages(0.5, 0.5, 0.5), SimConfig(mode="async", max_staleness=3,
+                                                                  **{**HAND, "steps": 40}))  # fmt: skip
+    assert statistics.fmean(s.step_time for s in result.steps[8:]) == pytest.approx(4.0)  # whole cycles
     figures = summarize(result)
+    assert figures["rollout_idle_ratio"] == pytest.approx(0.0, abs=1e-9)
     assert figures["rollout_train_rate_ratio"] > 1 and figures["oscillation"].startswith("rollout-bound")
 
 
 def test_gym_queue_waits_are_simulated():
-    # one gym worker: a group's 4 steps run one after another
+    # one gym worker: the steps run one after another
     result = simulate(CONSTANT, stages(0.1, 2.0, 0.5), SimConfig(mode="sync", **{**HAND, "gym_workers": 1}))
-    # group 1's steps start at 0.4 s and end at 2.4 s; group 2's queue behind them until 4.4 s
-    assert result.steps[1].train_wait == pytest.approx(4.4)
+    # the first answer's step runs from 0.1 s to 0.6 s; the other seven, answered at 0.8 s, queue
+    # behind each other until 0.8 + 7 x 0.5 = 4.3 s
+    assert result.steps[1].train_wait == pytest.approx(4.3)
+
+
+def simulate_draws(card_: CostCard, stages_: Stages, config: SimConfig, turns: list[int], service: list[float]):
+    """A simulation with chosen draws: turns per episode (in the order its groups start) and
+    gym service times (in the order the engine answers), each cycled."""
+    sim = _Simulation(card_, stages_, config)
+    sim.turns, sim.service = itertools.cycle(turns), itertools.cycle(service)
+    return sim.run()
+
+
+def test_a_group_waits_for_its_slowest_episode_not_for_rounds():
+    """No round barrier, as trainer/rollout.py. Episode A takes 2 turns with 0.2 s gym steps, B
+    one turn with a 1.0 s step; a response takes 0.1 s. A's request is a call of its own
+    (answered at 0.1 s), B's the next call (0.2 s). A's step ends at 0.3 s and it asks at once:
+    answered at 0.4 s, stepped by 0.6 s, while B's step runs from 0.2 s to 1.2 s. The group
+    ends with B at 1.2 s; with a barrier per round it would end at 0.2 (one call of both) +
+    1.0 (the slower step) + 0.1 + 0.2 = 1.5 s."""
+    config = SimConfig(mode="sync", steps=4, batch_groups=1, group_size=2, gym_workers=2)
+    two_turns = card(Distribution.constant(0.2), turns=(0.5, 0.5))
+    result = simulate_draws(two_turns, stages(0.1, 1.0, 0.0), config, turns=[2, 1], service=[0.2, 1.0, 0.2])
+    assert [s.train_wait for s in result.steps] == pytest.approx([1.2] * 4)
+    assert [s.step_time for s in result.steps] == pytest.approx([1.2 + 1.0] * 4)
+
+
+def test_over_sampling_trains_on_the_first_groups_to_complete():
+    """Sync, 2 groups of one single-turn episode a step; a response takes 0.1 s, training 2 s.
+    Each step one group's gym step is slow (2.0 s), the others' 0.5 s. Without over-sampling
+    the slow group sets every step: answered first (a call of its own, 0.1 s), done at 2.1 s,
+    trained on by 4.1 s. With one group more in flight, the two fast ones are answered by one
+    call at 0.3 s and done at 0.8 s: the step trains on them and ends at 2.8 s. The slow one
+    completes during training; at the next take it is a version behind, so sync drops it as
+    stale (wasted: admission starts a replacement), and the books balance."""
+    config = SimConfig(mode="sync", steps=6, batch_groups=2, group_size=1, gym_workers=3)
+    plain = simulate_draws(CONSTANT, stages(0.1, 2.0, 0.0), config, turns=[1], service=[2.0, 0.5])
+    assert [s.step_time for s in plain.steps] == pytest.approx([4.1] * 6)
+    over = simulate_draws(CONSTANT, stages(0.1, 2.0, 0.0), replace(config, oversample=1), turns=[1],
+                          service=[2.0, 0.5, 0.5])  # fmt: skip
+    assert [s.step_time for s in over.steps] == pytest.approx([2.8] * 6)
+    books = summarize(over)["accounting"]
+    assert books["balanced"]
+    # 3 groups a step; 2 trained, the slow one dropped at the next step's take, the last one still ready
+    assert (books["generated"], books["trained"], books["dropped_stale"], books["buffered"]) == (18, 12, 5, 1)
+    assert over.config.threads == 3 and over.staleness == {0: 12}
 
 
 def test_multi_turn_errors_and_drops_keep_the_books_balanced():
@@ -138,7 +194,8 @@ def test_a_simulated_hour_stops_at_the_duration():
 
 
 @pytest.mark.parametrize("bad", [dict(gym_workers=0), dict(engines=-1), dict(steps=1), dict(batch_groups=0),
-                                 dict(max_staleness=-1), dict(duration_s=-5.0), dict(mode="sideways")])  # fmt: skip
+                                 dict(max_staleness=-1), dict(oversample=-1), dict(rollout_threads=0),
+                                 dict(duration_s=-5.0), dict(mode="sideways")])  # fmt: skip
 def test_bad_configurations_are_value_errors(bad):
     with pytest.raises(ValueError):
         SimConfig(**bad)
@@ -255,6 +312,70 @@ def test_replay_markdown_row_names_the_seed_and_steps(monkeypatch, capsys):
     assert row.count("|") == header.count("|") == rule.count("|")
 
 
+def with_oversample(tmp_path, by_mode: dict[str, int]):
+    """The committed verilog run, as if its modes had over-sampled: summary.json records a mode's
+    RunConfig, `oversample` included, under modes.MODE.config."""
+    run_dir = tmp_path / "runs" / VERILOG_RUN
+    shutil.copytree(RESULTS / "runs" / VERILOG_RUN, run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for mode, k in by_mode.items():
+        summary["modes"][mode]["config"]["oversample"] = k
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return tmp_path
+
+
+def test_replay_takes_the_runs_oversample(tmp_path):
+    assert replay(VERILOG_RUN, RESULTS, repeats=1).config.oversample == 0  # recorded before over-sampling
+    fid = replay(VERILOG_RUN, with_oversample(tmp_path, {"sync": 2, "async": 2}), repeats=1)
+    assert fid.config.oversample == 2
+    assert fid.predicted[0]["modes"]["sync"]["config"]["oversample"] == 2
+    with pytest.raises(ValueError, match="over-sampled differently"):
+        replay(VERILOG_RUN, with_oversample(tmp_path / "mixed", {"sync": 0, "async": 1}), repeats=1)
+
+
+CALL_S, RESPONSE_S = 0.05, 0.05  # an engine call's fixed cost; a mean response's tokens
+
+
+@pytest.fixture(scope="module")
+def streaming_run(tmp_path_factory):
+    """A short real benchmark by the current rollout (episodes stream; the replay policy's engine
+    batches, one generate span per engine call and one generate_request span per request)."""
+    root = tmp_path_factory.mktemp("results")
+    profile = root / "slow-calls.json"
+    HardwareProfile("slow-calls", "a call cost as large as a response", generate_s_per_token=RESPONSE_S / 512,
+                    train_s_per_token=1e-6, update_weights_s=0.01, generate_call_s=CALL_S,
+                    response_tokens=512).save(profile)  # fmt: skip
+    spec = BenchmarkSpec(gym="math", gym_options={}, steps=3, batch_groups=2, group_size=2, profile=str(profile),
+                         gym_workers=2)  # fmt: skip
+    _, run_dir = run_benchmark(spec, root)
+    return root, run_dir
+
+
+def test_stages_from_a_streaming_run_follow_the_engine_model(streaming_run):
+    """A call costs CALL_S plus its requests' responses, so a response's mean time is the engine
+    time less CALL_S per call, over the requests: near the profile's RESPONSE_S (token counts
+    are drawn, and sleeps overrun a little), where charging the call cost to each request as a
+    response's time would not be."""
+    run = load_run(streaming_run[1])
+    spans = [s for spans in run.spans.values() for s in spans]
+    calls = [s.duration for s in spans if s.kind == "generate"]
+    requests = sum(s.kind == "generate_request" for s in spans)
+    measured = from_run(run)
+    assert measured.generate_call_s == CALL_S
+    assert measured.response_s.mean == pytest.approx((sum(calls) - CALL_S * len(calls)) / requests)
+    assert 0.8 * RESPONSE_S < measured.response_s.mean < 1.3 * RESPONSE_S < sum(calls) / requests
+
+
+def test_replay_markdown_of_a_streaming_run(streaming_run, monkeypatch, capsys):
+    root, run_dir = streaming_run
+    code, out, err = harness_here(monkeypatch, capsys, "simulate", "--replay", run_dir.name, "--repeats", "3",
+                                  "--results", str(root), "--markdown")  # fmt: skip
+    assert code == 0, err
+    header, rule, row = out.strip().splitlines()
+    assert row.startswith(f"| {run_dir.name} (seed 0, 3 steps) | ")
+    assert all(cell.strip() != "-" for cell in row.split("|")[2:7])  # both modes and the speedup
+
+
 @pytest.mark.parametrize("args,message", [
     (["--replay", "no-such-run"], "no run 'no-such-run'"),
     (["--gym", "maht"], "Did you mean 'math'"),
@@ -263,6 +384,7 @@ def test_replay_markdown_row_names_the_seed_and_steps(monkeypatch, capsys):
     (["--gym", "verilog", "--steps", "0"], "steps must be at least 1"),
     (["--gym", "verilog", "--engines", "0"], "--engines must be at least 1"),
     (["--gym", "verilog", "--batch", "0"], "batch_groups must be at least 1"),
+    (["--gym", "verilog", "--oversample", "-1"], "oversample must be >= 0"),
     (["--replay", VERILOG_RUN, "--repeats", "0"], "--repeats must be at least 1"),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, monkeypatch, capsys):

@@ -1,19 +1,22 @@
 """The pipeline as a discrete-event simulation, with trainer/'s rules.
 
-* Admission: `trainer.buffer.admits`, the real buffer's rule, with `rollout_workers` workers
-  (by default batch_groups x (max_staleness + 1), as RunConfig). Sync is max_staleness 0.
-* A group pins the trainer's version when it starts. Its episodes take turns from the card;
-  each round generates the turns still open in one call, on the first free rollout engine
-  (one engine serialises calls, as rollout.py's engine_lock), then steps them all in the gym
-  pool (a FIFO queue of n workers), and waits for the last before the next round.
+* Admission: `trainer.buffer.admits`, the real buffer's rule, over-sampling included, with
+  `rollout_threads` threads (by default batch_groups x (max_staleness + 1) + oversample, as
+  RunConfig). Sync is max_staleness 0.
+* A group pins the trainer's version when it starts. Each of its episodes is a state machine
+  of its own, as in rollout.py: it asks its engine for a turn, the answer's gym step queues in
+  the gym pool (n workers, FIFO), and when the step returns the episode asks for its next turn
+  or ends; the group completes when its last episode ends. No round barrier.
+* Each engine batches continuously, by trainer/policies/batching.py's rule (sim/engine.py).
+  A group's requests go to engine (group number mod engines); the real trainer has one.
 * The trainer takes groups in completion order, drops those staler than max_staleness (they
   count as wasted for admission), trains on batch_groups groups, publishes the next version.
 * Placement, as the replay policy's: `disaggregated` (the default) trains on accelerators of
-  its own; `colocated` has one accelerator pool (one engine, one trainer) that generation
-  calls and training steps take in turn, in the order they ask for it.
+  its own; `colocated` has one accelerator pool (one engine, one trainer) that engine calls
+  and training steps take in turn, in the order they ask for it.
 
-Events: a generation call ends, a gym round ends, a training step ends. Queue waits need no
-events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds.
+Events: an engine call ends, an episode's gym step ends, a training step ends. Queue waits
+need no events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds.
 """
 
 from __future__ import annotations
@@ -25,17 +28,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from heapq import heappop, heappush
 from itertools import islice
+from typing import Any
 
 import numpy as np
 
 from harness.costcard import CostCard
+from harness.sim.engine import BatchingEngine
 from harness.sim.queue import Servers
 from harness.sim.stages import Stages
 from trainer.buffer import ERRORED_STREAK_LIMIT, Accounting, admits
 from trainer.pipeline import RunConfig, RunResult, StepRecord
 from trainer.timeline import Timeline
 
-GENERATED, ROUND_DONE, TRAINED = 0, 1, 2
+CALL_ENDED, STEPPED, TRAINED = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -45,23 +50,24 @@ class SimConfig:
     batch_groups: int = 4
     group_size: int = 4
     max_staleness: int = 1  # async only; sync is 0
+    oversample: int = 0  # groups in flight beyond what the steps need (trainer/buffer.py)
     gym_workers: int = 2
-    engines: int = 1  # rollout engines: each runs one generation call at a time
+    engines: int = 1  # rollout engines, each batching continuously
     trainers: int = 1  # data-parallel trainer replicas: they share the per-turn training time
-    rollout_workers: int | None = None
+    rollout_threads: int | None = None  # one group each; default as RunConfig.threads
     duration_s: float | None = None  # else stop at the first step that ends after this time
     seed: int = 0
     placement: str = "disaggregated"  # or "colocated": generation and training share the accelerator
 
     def __post_init__(self) -> None:
-        RunConfig(self.mode, self.steps, self.batch_groups, self.group_size, self.max_staleness)  # same checks
+        self.run_config(self.steps)  # RunConfig's checks
         if self.placement not in ("colocated", "disaggregated"):
             raise ValueError(f"--placement is colocated or disaggregated, got {self.placement!r}")
         if self.placement == "colocated" and (self.engines, self.trainers) != (1, 1):
             raise ValueError("colocated placement is modelled for one accelerator pool: use --engines 1 --trainers 1")
         if self.steps < 2:
             raise ValueError("steps must be at least 2: the first step is warm-up")
-        for name in ("gym_workers", "engines", "trainers", "rollout_workers"):
+        for name in ("gym_workers", "engines", "trainers", "rollout_threads"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -70,19 +76,27 @@ class SimConfig:
 
     def run_config(self, steps: int) -> RunConfig:
         return RunConfig(self.mode, steps, self.batch_groups, self.group_size, self.max_staleness,
-                         rollout_threads=self.rollout_workers, seed=self.seed)  # fmt: skip
+                         oversample=self.oversample, rollout_threads=self.rollout_threads, seed=self.seed)  # fmt: skip
 
 
 class _Group:
-    __slots__ = ("version", "rounds", "round", "trainable", "errored", "turns")
+    __slots__ = ("version", "open", "trainable", "errored", "turns")
 
-    def __init__(self, version: int, rounds: list[int], trainable: int, errored: int, turns: int) -> None:
+    def __init__(self, version: int, open_: int, trainable: int, errored: int, turns: int) -> None:
         self.version = version
-        self.rounds = rounds  # episodes still open in each round
-        self.round = 0
+        self.open = open_  # episodes not yet ended
         self.trainable = trainable
         self.errored = errored
         self.turns = turns  # turns of the trainable trajectories
+
+
+class _Episode:
+    __slots__ = ("group", "engine", "calls")
+
+    def __init__(self, group: _Group, engine: BatchingEngine[_Episode], calls: int) -> None:
+        self.group = group
+        self.engine = engine  # its group's
+        self.calls = calls  # gym calls left: drawn turns, cut short at an infrastructure error
 
 
 def simulate(card: CostCard, stages: Stages, config: SimConfig) -> RunResult:
@@ -103,10 +117,11 @@ class _Simulation:
         self.turns = _choices(card.turns, rngs[4])
         self.chance = _uniforms(rngs[5])
         self.gym = Servers(config.gym_workers)
-        self.engines = Servers(config.engines)
-        self.events: list[tuple[float, int, int, object]] = []
+        self.engines = [BatchingEngine[_Episode](stages.generate_call_s) for _ in range(config.engines)]
+        self.accelerator_free = 0.0  # colocated: when training lets go of the accelerator
+        self.events: list[tuple[float, int, int, Any]] = []  # (time, tie-break, kind, payload)
         self.seq = itertools.count()
-        self.free_workers = run_config.threads
+        self.free_threads = run_config.threads
         self.started = self.wasted = self.version = self.step = 0
         self.accounting = Accounting()
         self.staleness: dict[int, int] = {}
@@ -120,43 +135,56 @@ class _Simulation:
         self.window: tuple[float, float, float] | None = None  # start, gym and engine busy before it
 
     def run(self) -> RunResult:
-        events, serve, service = self.events, self.gym.serve, self.service
+        events, seq, serve, service, ask = self.events, self.seq, self.gym.serve, self.service, self._ask
         self._start_groups(0.0)
         while events:
             now, _, kind, payload = heappop(events)
-            if kind == GENERATED:
-                group = payload
-                last = now
-                for seconds in islice(service, group.rounds[group.round]):  # step every open episode
-                    end = serve(now, seconds)
-                    if end > last:
-                        last = end
-                group.round += 1
-                heappush(events, (last, next(self.seq), ROUND_DONE, group))
-            elif kind == ROUND_DONE:
-                if payload.round < len(payload.rounds):
-                    self._generate(now, payload)
+            if kind == STEPPED:
+                episode = payload
+                episode.calls -= 1
+                if episode.calls:
+                    ask(now, episode)
                 else:
-                    self._complete(now, payload)
+                    group = episode.group
+                    group.open -= 1
+                    if not group.open:
+                        self._complete(now, group)
+            elif kind == CALL_ENDED:
+                engine = payload
+                for answered in engine.finish():  # each answer's gym step queues now
+                    heappush(events, (serve(now, next(service)), next(seq), STEPPED, answered))
+                if engine.waiting and now >= self.accelerator_free:
+                    heappush(events, (engine.start(now), next(seq), CALL_ENDED, engine))
             elif self._trained(now, payload):
                 return self._result(now)
-        raise ValueError("the simulated pipeline is stuck: fewer rollout workers than batch_groups never fill a batch")
+        raise ValueError("the simulated pipeline is stuck: fewer rollout threads than batch_groups never fill a batch")
 
     # -- rollout -----------------------------------------------------------------------------
 
+    def _ask(self, now: float, episode: _Episode) -> None:
+        """An episode asks for its next turn; an idle engine starts a call for it at once."""
+        engine = episode.engine
+        engine.ask(episode, next(self.response))
+        if engine.batch is None and now >= self.accelerator_free:
+            heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
+
     def _start_groups(self, now: float) -> None:
         config = self.config
-        while self.free_workers and admits(
-            self.started, self.wasted, self.version, self.staleness_limit, config.batch_groups
+        while self.free_threads and admits(
+            self.started, self.wasted, self.version, self.staleness_limit, config.batch_groups, config.oversample
         ):
+            engine = self.engines[self.started % config.engines]
             self.started += 1
-            self.free_workers -= 1
+            self.free_threads -= 1
             self.accounting.generated += config.group_size
-            self._generate(now, self._new_group())
+            group, calls = self._new_group()
+            for c in calls:
+                self._ask(now, _Episode(group, engine, c))
 
-    def _new_group(self) -> _Group:
+    def _new_group(self) -> tuple[_Group, list[int]]:
+        """A group at the trainer's version, and the gym calls each of its episodes makes."""
         size = self.config.group_size
-        calls = list(islice(self.turns, size))  # gym calls per episode
+        calls = list(islice(self.turns, size))
         trainable_turns, errored = sum(calls), 0
         if self.card.error_rate:
             for i, turns in enumerate(calls):
@@ -164,8 +192,7 @@ class _Simulation:
                     calls[i] = fault  # an infrastructure error ends the episode there
                     trainable_turns -= turns
                     errored += 1
-        rounds = [sum(1 for c in calls if c > r) for r in range(max(calls))]
-        return _Group(self.version, rounds, size - errored, errored, trainable_turns)
+        return _Group(self.version, size, size - errored, errored, trainable_turns), calls
 
     def _fault(self, turns: int) -> int | None:
         """The call (1-based) at which an episode of `turns` turns ends in an error, if any."""
@@ -174,12 +201,8 @@ class _Simulation:
                 return call
         return None
 
-    def _generate(self, now: float, group: _Group) -> None:
-        seconds = self.stages.generate_call_s + sum(islice(self.response, group.rounds[group.round]))
-        heappush(self.events, (self.engines.serve(now, seconds), next(self.seq), GENERATED, group))
-
     def _complete(self, now: float, group: _Group) -> None:
-        self.free_workers += 1
+        self.free_threads += 1
         self.accounting.errored += group.errored
         if group.trainable:
             self.ready.append(group)
@@ -219,10 +242,14 @@ class _Simulation:
         turns = sum(g.turns for g in batch)
         actor_train = next(self.train_fixed) + self.stages.train_turn_s * turns / config.trainers
         update = next(self.update)
-        if config.placement == "colocated":  # after the generation calls that asked for it first
-            end = self.engines.hold(now, actor_train + update)
-        else:
-            end = now + actor_train + update
+        start = now
+        if config.placement == "colocated":  # after the engine call that holds the accelerator, if one does
+            [engine] = self.engines
+            if engine.batch is not None and engine.end > now:
+                start = engine.end
+        end = start + actor_train + update
+        if config.placement == "colocated":
+            self.accelerator_free = end  # engine calls asked for after this wait until then
         record = StepRecord(
             step=self.step, end=end, step_time=end - self.previous_end, train_wait=now - self.wait_start,
             actor_train=actor_train, update_weights=update, reward_mean=0.0, pass_rate=0.0,
@@ -239,16 +266,23 @@ class _Simulation:
         record.buffer_depth = len(self.ready)
         self.records.append(record)
         if self.window is None:  # the first step is warm-up: metrics start at its end
-            gym, engines = self.gym, self.engines
-            self.window = (now, gym.busy_after(now) - gym.busy, engines.busy_after(now) - engines.busy)
+            self.window = (now, self.gym.busy - self.gym.busy_after(now), self._engine_busy(now))
         self.previous_end = self.wait_start = now
         self.step += 1
         duration = self.config.duration_s
         if self.step >= self.config.steps or (duration is not None and now >= duration):
             return True
+        if self.config.placement == "colocated":  # the engine call that waited for training goes first
+            [engine] = self.engines
+            if engine.waiting and engine.batch is None:
+                heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
         self._take(now)
         self._start_groups(now)
         return False
+
+    def _engine_busy(self, t: float) -> float:
+        """Engine seconds up to `t`, summed over the engines."""
+        return sum(e.busy - e.busy_after(t) for e in self.engines)
 
     def _result(self, end: float) -> RunResult:
         """The run as trainer.metrics reads it. Per-call spans would be millions at cluster scale,
@@ -258,8 +292,8 @@ class _Simulation:
         assert self.window is not None
         start, gym_before, engines_before = self.window
         length = end - start
-        gym_busy = self.gym.busy + gym_before - self.gym.busy_after(end)
-        engine_busy = (self.engines.busy + engines_before - self.engines.busy_after(end)) / self.config.engines
+        gym_busy = self.gym.busy - self.gym.busy_after(end) - gym_before
+        engine_busy = (self._engine_busy(end) - engines_before) / self.config.engines
         timeline = Timeline()
         if engine_busy > 0:
             timeline.add("rollout", "generate", start, start + engine_busy, 0)
@@ -267,7 +301,7 @@ class _Simulation:
         for i in range(pieces):
             timeline.add(f"gym-{i}", "gym_step", start, start + gym_busy / pieces, 0)
         run_config = self.config.run_config(len(self.records))
-        self.accounting.abandoned = (run_config.threads - self.free_workers) * self.config.group_size
+        self.accounting.abandoned = (run_config.threads - self.free_threads) * self.config.group_size
         self.accounting.buffered = sum(g.trainable for g in self.ready)
         return RunResult(run_config, self.records, timeline, self.accounting, dict(self.staleness), self.depth_series,
                          self.config.gym_workers, end, placement=self.config.placement)  # fmt: skip

@@ -1,4 +1,4 @@
-"""n identical servers fed from one FIFO queue: the gym pool, or the rollout engines.
+"""n identical servers fed from one FIFO queue: the gym pool.
 
 FIFO means jobs start in arrival order, each on the server that frees first, so a job's start
 and end are known the moment it arrives (the Kiefer-Wolfowitz recursion): no start or finish
@@ -25,14 +25,6 @@ class Servers:
         end = (arrival if arrival > free else free) + service
         heapreplace(self.free, end)
         self.busy += service
-        return end
-
-    def hold(self, arrival: float, seconds: float) -> float:
-        """Take one server for `seconds` for other work (colocated training): it queues like a
-        job but is not counted in `busy`; returns when it ends."""
-        free = self.free[0]
-        end = (arrival if arrival > free else free) + seconds
-        heapreplace(self.free, end)
         return end
 
     def busy_after(self, t: float) -> float:

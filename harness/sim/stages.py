@@ -1,8 +1,9 @@
 """How long the accelerator stages take in the simulator: generation, actor_train, update_weights.
 
 From a hardware profile, the stages follow the replay policy: a response of mean x U(0.5, 1.5)
-tokens, generation = call + per-token time x response tokens, and actor_train = fixed +
-per-token time x (prompt + mean response) tokens for every trained turn.
+tokens, an engine call = call cost + per-token time x the response tokens of its batch
+(trainer/policies/batching.py), and actor_train = fixed + per-token time x (prompt + mean
+response) tokens for every trained turn.
 From a run, they are that run's own span durations (see `from_run`).
 """
 
@@ -40,8 +41,14 @@ def from_profile(profile: HardwareProfile) -> Stages:
 
 def from_run(run: Run) -> Stages:
     """A run's own stage times, every mode together: actor_train and update_weights resampled
-    from their spans; a response takes the run's generation time per gym step (each response
-    is stepped once), spread +-50 % as the replay policy spreads its response lengths."""
+    from their spans. Generation as the engine model charges it (sim/engine.py: a call costs
+    a fixed part plus each of its requests' response time): the fixed part is the profile's
+    per-call cost for an emulated run (the one figure the spans cannot tell apart), else 0 (a
+    real engine serves one request per call), and a response takes the run's engine busy time
+    (its `generate` spans, one per engine call) less those fixed parts, over the requests they
+    answered, spread +-50 % as the replay policy spreads its response lengths. The requests are
+    the `generate_request` spans; a run recorded before them (one engine call per group round)
+    stepped each response once, so there they are its `gym_step` spans."""
     spans = [s for spans in run.spans.values() for s in spans]
 
     def durations(kind: str) -> list[float]:
@@ -50,10 +57,14 @@ def from_run(run: Run) -> Stages:
             raise ValueError(f"run {run.run_id} has no {kind} spans to simulate from")
         return found
 
-    per_response = sum(durations("generate")) / len(durations("gym_step"))
+    calls = durations("generate")
+    requests = sum(s.kind == "generate_request" for s in spans) or len(durations("gym_step"))
+    profile = run.summary.get("profile") or {}
+    call_s = float(profile.get("generate_call_s", 0.0)) if run.summary.get("emulated") else 0.0
+    per_response = max(0.0, sum(calls) - call_s * len(calls)) / requests
     return Stages(
         source=f"run {run.run_id} (its spans)",
-        generate_call_s=0.0,
+        generate_call_s=call_s,
         response_s=Distribution.uniform(0.5 * per_response, 1.5 * per_response),
         train_fixed_s=Distribution.of(durations("actor_train")),
         train_turn_s=0.0,
