@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from harness.rundir import Run, service_stats, service_times
+from harness.rundir import Run, bias_of, service_stats, service_times
 from trainer.timeline import Span
 
 MODE_COLOURS = {"sync": "#d62728", "async": "#1f77b4"}
@@ -283,6 +283,32 @@ def gym_service(run: Run) -> Figure:
     return fig
 
 
+def slow_sample_bias(run: Run) -> Figure:
+    fig, ax = _single()
+    audits = {mode: bias_of(run.summary, mode) for mode in run.modes}
+    drawn = [m for m in run.modes if audits[m] and audits[m]["quartiles"]]
+    if not drawn:
+        why = "fewer than 4 decided trajectories" if any(audits.values()) else "no bias audit recorded for this run"
+        ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, color="#555555")
+        ax.set_axis_off()
+        return fig
+    width = 0.8 / len(drawn)
+    for i, mode in enumerate(drawn):
+        audit = audits[mode]
+        ratio = audit["slow_fast_acceptance"]
+        words = "-" if ratio is None else f"{ratio:.2f}"
+        offset = (i - (len(drawn) - 1) / 2) * width
+        ax.bar([q + offset for q in range(4)], [q["acceptance"] for q in audit["quartiles"]], width,
+               color=MODE_COLOURS.get(mode), label=f"{mode}: slowest / fastest acceptance {words}")  # fmt: skip
+    ax.set_xticks(range(4), ["Q1 (fastest)", "Q2", "Q3", "Q4 (slowest)"])
+    ax.set(xlabel="quartile of gym latency (the trajectory's gym service time, summed)",
+           ylabel="acceptance: trained / decided")  # fmt: skip
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1], ["0%", "25%", "50%", "75%", "100%"])
+    ax.set_ylim(0, 1.3)  # room for the legend above full bars
+    ax.legend(loc="upper center", ncol=len(drawn))
+    return fig
+
+
 def seconds(x: float) -> str:
     """A duration for people: 0.4 ms, 12 ms, 1.23 s, 95.1 s."""
     if x < 0.01:
@@ -328,4 +354,8 @@ FIGURES = (
     FigureSpec("gym_service", "Gym service time", "Cumulative distribution of the time one gym call took on "
                "its worker (the gym_step spans; queue wait excluded), with p50, p95, p99 and max marked.",
                gym_service),
+    FigureSpec("slow_sample_bias", "Slow-sample bias", "Of the trajectories the trainer decided on (trained or "
+               "dropped as stale), the share trained in each quartile of gym latency, fastest first, per mode "
+               "(pooled over the run's repeats). Level bars: staleness drops slow and fast answers alike; bars "
+               "falling to the right: the slow answers are the ones dropped.", slow_sample_bias),
 )  # fmt: skip

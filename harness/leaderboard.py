@@ -24,7 +24,7 @@ from typing import Any
 from harness.html import Cell, cell, page, table
 from harness.outputs import write_text
 from harness.report import REPORT, write_report
-from harness.rundir import RunDirError, load_summary
+from harness.rundir import RunDirError, bias_of, load_summary
 
 MARKDOWN, CSV, INDEX = "leaderboard.md", "leaderboard.csv", "index.html"
 INTRO = (
@@ -59,6 +59,7 @@ class Row:
     reward_sync: float | None
     reward_async: float | None
     staleness_async: float | None
+    slow_fast_async: float | None  # the slow-sample bias audit: slowest / fastest quartile's acceptance
     errors: int
     run_id: str
     runs: int  # runs of this key; the row shows the chosen one
@@ -104,6 +105,7 @@ COLUMNS = (
     Column("reward_sync", "reward sync", _opt(".3f"), numeric=True),
     Column("reward_async", "reward async", _opt(".3f"), numeric=True),
     Column("staleness_async", "staleness async", _opt(".2f"), numeric=True),
+    Column("slow_fast_async", "slow/fast acceptance async", _opt(".2f"), numeric=True),
     Column("errors", "errors", str, numeric=True),
     Column("runs", "runs of key", str, numeric=True),
     Column("commit", "commit", str),
@@ -212,6 +214,7 @@ def make_row(run_id: str, s: dict[str, Any]) -> Row:
         reward_sync=figure("sync", "reward_mean"),
         reward_async=figure("async", "reward_mean"),
         staleness_async=figure("async", "staleness_mean"),
+        slow_fast_async=(bias_of(s, "async") or {}).get("slow_fast_acceptance"),
         errors=sum(int(m["accounting"].get("errored", 0)) for r in (s.get("repeats") or [s])
                    for m in r["modes"].values()),
         run_id=run_id,
@@ -234,6 +237,8 @@ def configuration(s: dict[str, Any]) -> str:
         f"batch {spec.get('batch_groups', '?')} x group {spec.get('group_size', '?')}, "
         f"max_staleness {spec.get('max_staleness', '?')}, {s.get('gym_workers', '?')} gym workers"
     )
+    if spec.get("oversample"):  # 0, or a run older than the option: no over-sampling, nothing to say
+        text += f", oversample {spec['oversample']}"
     if spec.get("executor", "local") != "local":  # runs older than the executor field ran locally
         text += f" on {spec['executor']}"
     options = spec.get("gym_options") or {}

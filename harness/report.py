@@ -17,9 +17,10 @@ from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
 from harness.intervals import with_interval
 from harness.outputs import naming, write_bytes, write_text
-from harness.rundir import Run, load_run, service_stats, service_times
+from harness.rundir import Run, bias_of, load_run, service_stats, service_times
 from trainer.attribution import PARTS
 from trainer.policies.replay import PLACEMENTS
+from trainer.types import FATES
 
 REPORT = "report.html"
 FIGURE_DIR = "figures"
@@ -85,6 +86,8 @@ def report_html(run: Run, images: dict[str, bytes]) -> str:
         )
         if spec.name == "gym_service":
             parts.append(_service_table(run))
+        if spec.name == "slow_sample_bias":
+            parts.append(_bias_section(run))
     parts.append("<h2>Trajectory accounting and oscillation</h2>\n" + _accounting(run))
     parts.append("<h2>Configuration and provenance</h2>\n" + _provenance(s))
     return page(f"{s['gym']} · {run.run_id} · heavygym report", "\n".join(parts))
@@ -95,8 +98,13 @@ def _setup_line(s: dict[str, Any]) -> str:
     return escape(
         f"policy {spec.get('policy', '?')}, batch {spec.get('batch_groups', '?')} prompts x group "
         f"{spec.get('group_size', '?')} samples per step, max_staleness {spec.get('max_staleness', '?')} (async), "
+        f"{_oversampling(spec.get('oversample'))}, "
         f"{s.get('gym_workers', '?')} gym workers, {spec.get('steps', '?')} steps per mode (the first is warm-up)"
     )
+
+
+def _oversampling(k: int | None) -> str:
+    return "over-sampling -" if k is None else f"over-sampling {k} groups"  # None: recorded before the option
 
 
 def _headline(s: dict[str, Any]) -> str:
@@ -139,6 +147,9 @@ def _repeats_and_control(s: dict[str, Any]) -> str:
     repeats = len(s.get("repeats") or []) or 1
     rows = [[cell(label), *(cell(shown(b, key, where, fmt), numeric=True) for _, b in blocks)]
             for label, key, where, fmt in REPEATED]  # fmt: skip
+    rows.append([cell("slowest / fastest acceptance, async (pooled)"),
+                 *(cell(_bias_figure(bias_of(b, "async"), "slow_fast_acceptance", ".2f"), numeric=True)
+                   for _, b in blocks)])  # fmt: skip
     note = (f"<p class=sub>Means over {repeats} sync/async pairs run in ABBA order, with 95 % Student's t "
             "intervals over the pairs in brackets.</p>" if repeats > 1 else "")  # fmt: skip
     return note + table(["figure", *(name for name, _ in blocks)], rows)
@@ -186,6 +197,60 @@ def _service_table(run: Run) -> str:
         values = (stats.p50, stats.p95, stats.p99, stats.max, stats.mean)
         rows.append([cell(mode), cell(stats.count, numeric=True), *(cell(seconds(v), numeric=True) for v in values)])
     return table(["mode", "calls", "p50", "p95", "p99", "max", "mean"], rows)
+
+
+BIAS_NOTE = (
+    "The trainer decides on every trajectory that completes without an error: it trains it, or drops it as "
+    "stale when its policy version has fallen too far behind by the time a step could take it. The slow "
+    "answers, those with long gym checks, are the ones that go stale, and under heavy verification the slow "
+    "answers may be the good ones. The audit sorts the decided trajectories by gym latency (the service "
+    "times of their gym steps, summed) into four quartiles and compares the share trained in each. The bias "
+    "figure is the slowest quartile's acceptance over the fastest's: 1.0 means staleness drops slow and fast "
+    "trajectories alike; below 1, the mode trains on fast answers more than on slow ones (async through "
+    "staleness, sync only when over-sampling leaves groups over), so what it learns from leans towards what "
+    "is quick to check. Errored trajectories (the infrastructure's) and those still in flight when the run "
+    "stopped are counted, not ranked. Wasted gym work is the share of all gym seconds spent on trajectories "
+    "that were then dropped stale."
+)
+# (label, audit key, format) of the bias summary table
+BIAS_ROWS = (
+    ("slowest / fastest acceptance", "slow_fast_acceptance", ".2f"),
+    ("mean reward, trained", "reward_trained", ".3f"),
+    ("mean reward, dropped stale", "reward_dropped", ".3f"),
+    ("gym seconds spent on dropped-stale (wasted)", "gym_s_dropped_share", ".1%"),
+)
+
+
+def _bias_section(run: Run) -> str:
+    """The slow-sample bias audit of each mode (trainer/bias.py); dashes for a run recorded before it."""
+    audits = {mode: bias_of(run.summary, mode) for mode in run.modes}
+    repeats = len(run.summary.get("repeats") or [])
+    pooled = f" Pooled over the {repeats} repeats of each mode." if repeats > 1 and run.summary.get("bias") else ""
+    rows = [[cell(label), *(cell(_bias_figure(audits[m], key, fmt), numeric=True) for m in run.modes)]
+            for label, key, fmt in BIAS_ROWS]  # fmt: skip
+    rows += [[cell(f"trajectories {fate.replace('_', ' ')}"),
+              *(cell("-" if audits[m] is None else audits[m]["fates"][fate], numeric=True) for m in run.modes)]
+             for fate in FATES]  # fmt: skip
+    quartiles = []
+    for mode in run.modes:
+        ranked = (audits[mode] or {}).get("quartiles") or []
+        if not ranked:  # not recorded, or fewer than 4 decided trajectories
+            quartiles.append([cell(mode), *(cell("-", numeric=True) for _ in range(5))])
+        for n, q in enumerate(ranked, 1):
+            quartiles.append([cell(mode), cell(f"Q{n}"), cell(f"{seconds(q['gym_s_min'])} - {seconds(q['gym_s_max'])}"),
+                              cell(q["decided"], numeric=True), cell(q["trained"], numeric=True),
+                              cell(f"{q['acceptance']:.0%}", numeric=True)])  # fmt: skip
+    return (
+        f"<p>{escape(BIAS_NOTE + pooled)}</p>\n"
+        + table(["figure", *run.modes], rows)
+        + "\n"
+        + table(["mode", "quartile (fastest first)", "gym latency", "decided", "trained", "acceptance"], quartiles)
+    )
+
+
+def _bias_figure(audit: dict[str, Any] | None, key: str, fmt: str) -> str:
+    value = None if audit is None else audit[key]
+    return "-" if value is None else format(value, fmt)
 
 
 def _accounting(run: Run) -> str:

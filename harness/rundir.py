@@ -16,12 +16,15 @@ from typing import Any
 
 from trainer.pipeline import StepRecord
 from trainer.timeline import Span
+from trainer.types import FATES
 
 MODE_ORDER = ("sync", "async")
 # What the report and the leaderboard read from each mode of summary.json.
 NUMBERS = ("step_time_mean", "train_wait_mean", "trainer_idle_ratio", "samples_per_s", "reward_mean",
            "staleness_mean", "ideal_step_time")  # fmt: skip
 TABLES = ("staleness_histogram", "accounting", "config")
+# The numbers of one quartile of a bias audit (trainer/bias.py), fastest quartile first.
+QUARTILE_KEYS = ("gym_s_min", "gym_s_max", "decided", "trained", "acceptance")
 # steps.csv holds StepRecord's fields (harness/record.py writes them), then its stats (STAT_COLUMNS).
 STEP_FIELDS = tuple(f.name for f in fields(StepRecord) if f.name != "stats")
 INT_FIELDS = {f.name for f in fields(StepRecord) if f.type == "int"}
@@ -100,6 +103,9 @@ def load_summary(path: Path) -> dict[str, Any]:
         bad += [k for k in TABLES if not isinstance(figures.get(k), dict)]
         if bad:
             raise RunDirError(f"{file}: mode {mode} lacks {', '.join(bad)}")
+    for where, audit in _audits(summary):
+        if not _is_audit(audit):
+            raise RunDirError(f"{file}: {where} is not a bias audit (fates, 4 quartiles or none, rewards, shares)")
     comparison = summary.get("comparison", {})
     if not isinstance(comparison, dict) or not all(_number(v) for v in comparison.values()):
         raise RunDirError(f"{file}: comparison is not a table of numbers")
@@ -108,6 +114,46 @@ def load_summary(path: Path) -> dict[str, Any]:
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def bias_of(block: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    """The slow-sample bias audit of `mode` in a summary (or its control block): pooled over the
+    repeats where recorded, else the mode's own; None for a run recorded before the audit."""
+    pooled = (block.get("bias") or {}).get(mode)
+    return pooled or ((block.get("modes") or {}).get(mode) or {}).get("bias") or None
+
+
+def _audits(summary: dict[str, Any]) -> list[tuple[str, object]]:
+    """Every bias audit the report and the leaderboard may read, named by where it is."""
+    found = []
+    for prefix, block in (("", summary), ("control ", summary.get("control"))):
+        if not isinstance(block, dict):
+            continue
+        for mode, figures in (block.get("modes") or {}).items():
+            if isinstance(figures, dict) and figures.get("bias") is not None:
+                found.append((f"{prefix}mode {mode}'s bias", figures["bias"]))
+        pooled = block.get("bias")
+        if pooled is not None and not isinstance(pooled, dict):
+            found.append((f"{prefix}bias", pooled))
+        elif pooled:
+            found += [(f"{prefix}bias of {mode}", audit) for mode, audit in pooled.items() if audit is not None]
+    return found
+
+
+def _is_audit(audit: object) -> bool:
+    if not isinstance(audit, dict):
+        return False
+    fates, quartiles = audit.get("fates"), audit.get("quartiles")
+    return (
+        isinstance(fates, dict)
+        and all(isinstance(fates.get(k), int) for k in FATES)
+        and isinstance(quartiles, list)
+        and len(quartiles) in (0, 4)
+        and all(isinstance(q, dict) and all(_number(q.get(k)) for k in QUARTILE_KEYS) for q in quartiles)
+        and all(audit.get(k) is None or _number(audit.get(k))
+                for k in ("reward_trained", "reward_dropped", "slow_fast_acceptance"))
+        and _number(audit.get("gym_s_dropped_share"))
+    )  # fmt: skip
 
 
 def load_run(path: Path) -> Run:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 
 from conftest import harness
 from test_report import make_run
@@ -67,3 +68,29 @@ def test_broken_runs_are_skipped_with_a_warning(tmp_path):
 def test_no_runs_directory_is_one_clear_line(tmp_path):
     out = harness("leaderboard", "--results", str(tmp_path / "empty"))
     assert out.returncode == 2 and "harness benchmark first" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_leaderboard_shows_the_async_bias_and_the_over_sampling(tmp_path):
+    make_run(tmp_path, "20260101T000000Z-toy", bias=True)  # pooled async figure 0.50 (first repeat's: 0.33)
+    old = make_run(tmp_path, "20260101T000000Z-old", gym="old")  # from before the audit and the option
+    only_modes = make_run(tmp_path, "20260101T000000Z-modes", gym="modes", bias=True)
+    summary = json.loads((only_modes / "summary.json").read_text())
+    del summary["bias"]  # no pooled audit: the mode's own is shown
+    (only_modes / "summary.json").write_text(json.dumps(summary))
+    published = publish(tmp_path)
+    assert published.warnings == [] and old.is_dir()
+
+    rows = {r["gym"]: r for r in csv.DictReader((tmp_path / CSV).read_text().splitlines())}
+    assert {g: r["slow_fast_async"] for g, r in rows.items()} == {"toy": "0.500000", "modes": "0.333333", "old": ""}
+    assert rows["toy"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers, oversample 2"
+    assert rows["old"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers"
+
+    md = (tmp_path / MARKDOWN).read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| gym |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    at = columns.index("slow/fast acceptance async")
+    cells = {line.split(" | ")[0].lstrip("| "): [c.strip() for c in line.strip("|").split("|")][at]
+             for line in md.splitlines() if line.startswith(("| toy ", "| old ", "| modes "))}  # fmt: skip
+    assert cells == {"toy": "0.50", "modes": "0.33", "old": "-"}
+    page = (tmp_path / INDEX).read_text()
+    assert '<td class="num" data-sort="0.5">0.50</td>' in page and '<td class="num" data-sort="">-</td>' in page

@@ -32,8 +32,11 @@ def make_run(
     workers: int = 2,
     speedup: float = 1.5,
     errored: int = 0,
+    bias: bool = False,
 ) -> Path:
-    """A small, plausible run record: 4 steps per mode, 2 groups per step, `workers` gym workers."""
+    """A small, plausible run record: 4 steps per mode, 2 groups per step, `workers` gym workers.
+    With `bias`, it over-sampled 2 groups and carries the slow-sample bias audit (AUDITS), as
+    runs do since the audit; without, it is a run from before it."""
     path = root / "runs" / run_id
     path.mkdir(parents=True)
     spans, steps, depth, figures = [], [], [], {}
@@ -60,6 +63,9 @@ def make_run(
             depth += [[mode, round(start + 1.0, 6), 1], [mode, round(start + wait, 6), 0]]
         steps += mode_steps
         figures[mode] = _mode_figures(mode, step_time, wait, actor, update, errored)
+        if bias:
+            figures[mode]["bias"] = AUDITS["first"][mode]
+            figures[mode]["config"]["oversample"] = 2
     with (path / "timeline.jsonl").open("w") as f:
         for mode, resource, kind, start, end, step in sorted(spans, key=lambda s: (s[0], s[3])):
             f.write(
@@ -84,6 +90,9 @@ def make_run(
         "profile": {"name": profile, "description": "a profile for tests", "sources": {"generate": "made up"}}
         if profile else None,
     }  # fmt: skip
+    if bias:
+        summary["spec"]["oversample"] = 2
+        summary["bias"] = {mode: AUDITS["pooled"][mode] for mode in modes}
     if {"sync", "async"} <= set(modes):
         summary["comparison"] = {
             "speedup": speedup, "ideal_speedup": speedup * 1.25, "achieved_over_ideal": 0.8,
@@ -92,6 +101,26 @@ def make_run(
         }  # fmt: skip
     (path / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def _audit(ranges: list[tuple[float, float]], decided: int, trained: list[int], in_flight: int,
+           reward_dropped: float | None) -> dict[str, Any]:
+    """A bias audit as trainer/bias.py writes it: quartiles fastest first, one error among the fates."""
+    quartiles = [{"gym_s_min": lo, "gym_s_max": hi, "decided": decided, "trained": t, "acceptance": t / decided}
+                 for (lo, hi), t in zip(ranges, trained)]  # fmt: skip
+    dropped = 4 * decided - sum(trained)
+    return {
+        "fates": {"trained": sum(trained), "dropped_stale": dropped, "errored": 1, "in_flight": in_flight},
+        "quartiles": quartiles, "reward_trained": 0.5, "reward_dropped": reward_dropped,
+        "slow_fast_acceptance": trained[-1] / trained[0], "gym_s_dropped_share": 0.125 if dropped else 0.0,
+    }  # fmt: skip
+
+
+RANGES = [(0.004, 0.05), (0.05, 0.2), (0.2, 0.9), (0.9, 4.25)]
+AUDITS = {  # the first repeat's, and pooled over the repeats: different, to tell which one is shown
+    "first": {"sync": _audit(RANGES, 3, [3, 3, 3, 3], 4, None), "async": _audit(RANGES, 3, [3, 3, 2, 1], 4, 0.25)},
+    "pooled": {"sync": _audit(RANGES, 6, [6, 6, 6, 6], 8, None), "async": _audit(RANGES, 6, [6, 6, 4, 3], 8, 0.25)},
+}
 
 
 def _mode_figures(
@@ -196,3 +225,82 @@ def test_steps_csv_keeps_the_learners_stats(tmp_path: Path) -> None:
     assert list(rows[0]) == ["mode", *STEP_FIELDS, *STAT_COLUMNS]
     assert (rows[0]["clip_fraction"], rows[0]["optimizer_steps"], rows[0]["groups_zero_advantage"]) == ("0.03", "4.0", "")
     assert all(rows[1][k] == "" for k in STAT_COLUMNS)
+
+
+def _bias_table_row(label: str, *values: str) -> str:
+    return f"<tr><td>{label}</td>" + "".join(f'<td class="num">{v}</td>' for v in values) + "</tr>"
+
+
+def test_report_shows_the_slow_sample_bias_pooled_over_repeats(tmp_path):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy", bias=True)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["repeats"] = [{"repeat": 1, "modes": summary["modes"]}, {"repeat": 2, "modes": summary["modes"]}]
+    summary["control"] = {"gym": "instant", "modes": {}, "bias": {"async": AUDITS["pooled"]["sync"]}}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    page = write_report(run_dir).read_text()
+
+    assert "over-sampling 2 groups" in page and "Pooled over the 2 repeats of each mode." in page
+    # the pooled audit (async's slowest quartile trained 3 of 6), not the first repeat's (1 of 3)
+    assert _bias_table_row("slowest / fastest acceptance", "1.00", "0.50") in page
+    assert _bias_table_row("mean reward, dropped stale", "-", "0.250") in page
+    assert _bias_table_row("gym seconds spent on dropped-stale (wasted)", "0.0%", "12.5%") in page
+    assert _bias_table_row("trajectories dropped stale", "0", "5") in page
+    assert _bias_table_row("trajectories errored", "1", "1") in page
+    assert ('<tr><td>async</td><td>Q4</td><td>900 ms - 4.25 s</td><td class="num">6</td><td class="num">3</td>'
+            '<td class="num">50%</td></tr>') in page  # fmt: skip
+    assert page.count("<tr><td>async</td><td>Q") == 4 and "<tr><td>sync</td><td>Q1</td><td>4.0 ms - 50 ms</td>" in page
+    # beside the control's: the same configuration with an instant gym
+    assert _bias_table_row("slowest / fastest acceptance, async (pooled)", "0.50", "1.00") in page
+
+    # the figure draws the audit: bars, not the "not recorded" note of a run from before it
+    old = make_run(tmp_path, "20260102T000000Z-toy")
+    write_report(old)
+    bars = (run_dir / "figures" / "slow_sample_bias.png").read_bytes()
+    assert bars != (old / "figures" / "slow_sample_bias.png").read_bytes()
+    assert f"data:image/png;base64,{base64.b64encode(bars).decode()}" in page
+
+
+@pytest.mark.parametrize("recorded", ["absent", "none"])
+def test_run_without_a_bias_audit_shows_dashes(tmp_path, recorded):
+    """absent: a run from before the audit; none: a mode whose summary says it kept no fates."""
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy")
+    if recorded == "none":
+        summary = json.loads((run_dir / "summary.json").read_text())
+        summary["bias"] = {mode: None for mode in summary["modes"]}
+        for figures in summary["modes"].values():
+            figures["bias"] = None
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+    page = write_report(run_dir).read_text()
+    assert "over-sampling -," in page
+    for label in ("slowest / fastest acceptance", "mean reward, trained", "trajectories in flight"):
+        assert _bias_table_row(label, "-", "-") in page, label
+    for mode in ("sync", "async"):
+        assert f"<tr><td>{mode}</td>" + '<td class="num">-</td>' * 5 + "</tr>" in page
+
+
+def test_a_mode_with_fewer_than_four_decided_trajectories_has_no_quartiles(tmp_path):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy", bias=True)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    few = {**AUDITS["pooled"]["async"], "quartiles": [], "slow_fast_acceptance": None}
+    summary["bias"]["async"] = few
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    page = write_report(run_dir).read_text()
+    assert _bias_table_row("slowest / fastest acceptance", "1.00", "-") in page
+    assert "<tr><td>async</td>" + '<td class="num">-</td>' * 5 + "</tr>" in page
+    assert page.count("<tr><td>sync</td><td>Q") == 4
+
+
+@pytest.mark.parametrize("where", ["pooled", "mode"])
+def test_a_malformed_bias_audit_is_a_clear_error(tmp_path, where):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy", bias=True)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    broken = {**AUDITS["first"]["async"], "quartiles": AUDITS["first"]["async"]["quartiles"][:3]}
+    if where == "pooled":
+        summary["bias"]["async"] = broken
+        message = "bias of async is not a bias audit"
+    else:
+        summary["modes"]["async"]["bias"] = broken
+        message = "mode async's bias is not a bias audit"
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(RunDirError, match=message):
+        load_run(run_dir)
