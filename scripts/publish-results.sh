@@ -7,6 +7,7 @@
 #   scripts/publish-results.sh light      # the light (core) suites only
 #   scripts/publish-results.sh verilog-heavy   # one row: GYM-heavy or GYM-light
 #   scripts/publish-results.sh plan-check      # the measured point that checks `harness plan`
+#   scripts/publish-results.sh verilog-heavy-oversample   # heavy verilog with --oversample 1
 #
 # Each run is `harness benchmark` with two ABBA repeats and the instant-gym control: the light
 # (core) suites on the benchmark's defaults (10 steps of 4 x 4, colocated h100-qwen3-4b stages,
@@ -35,6 +36,9 @@ wanted light modelica-light && run --gym modelica
 wanted light lean-light && run --gym lean
 wanted light math-light && run --gym math
 wanted heavy verilator-heavy && run --gym verilog "${heavy[@]}" -o simulator=verilator
+# The slow-sample bias after over-sampling (the verilog-heavy row is the one before): one group
+# in flight beyond the step's two, the step trains on the first two to complete.
+wanted heavy verilog-heavy-oversample && run --gym verilog "${heavy[@]}" --oversample 1
 # The measured point beside the plan: `harness plan --gym modelica --card <heavy modelica run>/card.json
 # --profile a3-qwen3-4b --accelerators 2 --cores-per-node 2 --target-idle 0.02 --batch 2 --group 4`
 # predicts that this machine's 2 gym workers hold async idle under 2 % at max staleness 2.
