@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import csv
 import random
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from toy_gyms import ToyEpisode, ToyGym
+from toy_gyms import GATE_S, GateGym, ToyGym
 
-from gyms import Candidate, Episode, Outcome, Task, Verdict
+from gyms import Candidate, Outcome, Task
 from gyms.pool import GymPool
 from harness.record import TRAJECTORY_COLUMNS, write_mode
 from trainer.bias import audit
@@ -21,9 +20,6 @@ from trainer.pipeline import RunConfig, run
 from trainer.policies.profiles import ZERO, HardwareProfile
 from trainer.policies.replay import ReplayPolicy
 from trainer.types import DROPPED_STALE, ERRORED, IN_FLIGHT, TRAINED, Fate
-
-GATE_S = 60.0  # a bound for a broken build only: the gate opens as soon as its event happens
-
 
 @pytest.fixture(scope="module")
 def pool():
@@ -98,31 +94,6 @@ def test_every_trajectory_has_one_fate_and_its_gym_latency(pool, tmp_path):
         (f.group, f.sample, f.fate) for f in result.fates)  # fmt: skip
 
 
-class GateEpisode(ToyEpisode):
-    """`gate` waits (in the gym worker) until the gate file exists, then is right."""
-
-    def __init__(self, task: Task, max_turns: int, gate: str) -> None:
-        super().__init__(task, max_turns)
-        self.gate = Path(gate)
-
-    def evaluate(self, action: str) -> Verdict:
-        if action != "gate":
-            return super().evaluate(action)
-        deadline = time.monotonic() + GATE_S
-        while not self.gate.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return Verdict(1.0, Outcome.PASS, "opened")
-
-
-class GateGym(ToyGym):
-    def __init__(self, gate: Path) -> None:
-        super().__init__(max_turns=1, tasks=2)
-        self.gate = str(gate)
-
-    def open(self, task: Task) -> Episode:
-        return GateEpisode(task, self.max_turns, self.gate)
-
-
 class SlowFirstGroup(ReplayPolicy):
     """Group 0 waits at the gate; every other group passes at once."""
 
@@ -132,7 +103,7 @@ class SlowFirstGroup(ReplayPolicy):
 
 
 def test_over_sampling_trains_on_the_first_groups_to_complete(pool, tmp_path):
-    gym = GateGym(tmp_path / "open")
+    gym = GateGym(tmp_path / "open", Outcome.PASS, max_turns=1)
     config = RunConfig(mode="sync", steps=2, batch_groups=1, group_size=2, oversample=1)
 
     def open_the_gate(record) -> None:  # after step 0 has trained

@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from toy_gyms import ToyEpisode, ToyGym
+from toy_gyms import GATE_S, GateGym, ToyGym
 
-from gyms import Candidate, Episode, Outcome, Task, Verdict
+from gyms import Candidate, Episode, Task
 from gyms.pool import GymPool
 from trainer.pipeline import RunConfig, run
 from trainer.policies.profiles import ZERO, HardwareProfile
@@ -27,8 +27,6 @@ from trainer.policies.replay import ReplayPolicy
 from trainer.step_pool import StepCall
 from trainer.timeline import Span
 
-GATE_S = 60.0  # a bound for a broken build only: every gate opens as soon as its event happens
-OPEN = "open"
 
 
 @pytest.fixture(scope="module")
@@ -37,44 +35,19 @@ def pool():
         yield p
 
 
-class GateEpisode(ToyEpisode):
-    """`gate` waits (in the gym worker) until the gate file exists, then is wrong."""
-
-    def __init__(self, task: Task, max_turns: int, gate: str) -> None:
-        super().__init__(task, max_turns)
-        self.gate = Path(gate)
-
-    def evaluate(self, action: str) -> Verdict:
-        if action != "gate":
-            return super().evaluate(action)
-        deadline = time.monotonic() + GATE_S
-        while not (self.gate / OPEN).exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return Verdict(0.0, Outcome.FAIL, "opened")
-
-
-class GateGym(ToyGym):
-    def __init__(self, gate: Path) -> None:
-        super().__init__(max_turns=3, tasks=2)
-        self.gate = str(gate)
-
-    def open(self, task: Task) -> Episode:
-        return GateEpisode(task, self.max_turns, self.gate)
-
-
 class Scripted(ReplayPolicy):
     """Sample 0's first answer waits at the gate; sample 1's is wrong at once, and its second
     request opens the gate. Every other answer passes."""
 
     def __init__(self, gym: GateGym) -> None:
         super().__init__(gym, ZERO)
-        self.gate = Path(gym.gate)
+        self.gate = Path(gym.gate)  # the file that opens it
 
     def generate(self, requests, version):
         scripted = []
         for r, g in zip(requests, super().generate(requests, version)):
             if (r.sample, r.turn) == (1, 2):
-                (self.gate / OPEN).touch()
+                self.gate.touch()
             text = {(0, 1): "gate", (1, 1): "wrong"}.get((r.sample, r.turn), "pass")
             scripted.append(replace(g, text=text))
         return scripted
@@ -86,7 +59,7 @@ def of(spans: list[Span], kind: str, sample: int, turn: int) -> Span:
 
 
 def test_an_episode_asks_for_its_next_turn_while_another_of_its_group_is_still_in_the_gym(pool, tmp_path):
-    gym = GateGym(tmp_path)
+    gym = GateGym(tmp_path / "open")
     result = run(gym, Scripted(gym), pool, RunConfig(mode="sync", steps=1, batch_groups=1, group_size=2))
     spans = result.timeline.spans
     held = of(spans, "gym_step", sample=0, turn=1)

@@ -88,6 +88,38 @@ class ToyGym(Gym):
         return [*super().candidates(task, rng), Candidate("nope", "fail", "wrong")]
 
 
+GATE_S = 60.0  # a bound for a broken build only: a gate opens as soon as its test's event happens
+
+
+class GateEpisode(ToyEpisode):
+    """`gate` waits (in the gym worker) until the file `gate` exists, then ends as `opened`."""
+
+    def __init__(self, task: Task, max_turns: int, gate: str, opened: Outcome) -> None:
+        super().__init__(task, max_turns)
+        self.gate = Path(gate)
+        self.opened = opened
+
+    def evaluate(self, action: str) -> Verdict:
+        if action != "gate":
+            return super().evaluate(action)
+        deadline = time.monotonic() + GATE_S
+        while not self.gate.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return Verdict(float(self.opened is Outcome.PASS), self.opened, "opened")
+
+
+class GateGym(ToyGym):
+    """Episodes whose `gate` answers wait for the test to create the file `gate`."""
+
+    def __init__(self, gate: Path, opened: Outcome = Outcome.FAIL, max_turns: int = 3, tasks: int = 2) -> None:
+        super().__init__(max_turns=max_turns, tasks=tasks)
+        self.gate = str(gate)
+        self.opened = opened
+
+    def open(self, task: Task) -> Episode:
+        return GateEpisode(task, self.max_turns, self.gate, self.opened)
+
+
 class LyingGym(ToyGym):
     """Breaks every promise the conformance check tests."""
 
