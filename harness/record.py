@@ -8,14 +8,16 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import asdict
+from collections.abc import Iterable
+from dataclasses import asdict, astuple, fields
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from harness.outputs import naming, write_text
-from trainer.pipeline import RunResult
+from trainer.pipeline import RunResult, StepRecord
+from trainer.types import Fate
 
 RESULTS = Path("results")
 
@@ -125,39 +127,38 @@ STAT_COLUMNS = ("loss", "clip_fraction", "ratio_deviation_mean", "ratio_deviatio
 
 
 def write_steps(path: Path, mode: str, result: RunResult) -> None:
-    new = not path.exists()
-    with naming(path), path.open("a", newline="") as f:
-        writer = csv.writer(f)
-        fields = [k for k in asdict(result.steps[0]) if k != "stats"] if result.steps else []
-        if new:
-            writer.writerow(["mode", *fields, *STAT_COLUMNS])
-        for s in result.steps:
-            row = asdict(s)
-            writer.writerow([mode, *(row[k] for k in fields), *(s.stats.get(k, "") for k in STAT_COLUMNS)])
+    columns = [k for k in asdict(result.steps[0]) if k != "stats"] if result.steps else []
+
+    def row(step: StepRecord) -> list[Any]:
+        values = asdict(step)
+        return [mode, *(values[k] for k in columns), *(step.stats.get(k, "") for k in STAT_COLUMNS)]
+
+    _append_csv(path, ["mode", *columns, *STAT_COLUMNS], map(row, result.steps))
 
 
 def write_buffer_depth(path: Path, mode: str, result: RunResult) -> None:
-    new = not path.exists()
-    with naming(path), path.open("a", newline="") as f:
-        writer = csv.writer(f)
-        if new:
-            writer.writerow(["mode", "time", "depth"])
-        writer.writerows([mode, round(t, 6), d] for t, d in result.depth_series)
+    _append_csv(path, ["mode", "time", "depth"], ([mode, round(t, 6), d] for t, d in result.depth_series))
+
+
+# trajectories.csv's columns after the mode: a Fate's fields (trainer/types.py)
+TRAJECTORY_COLUMNS = tuple(f.name for f in fields(Fate))
 
 
 def write_trajectories(path: Path, mode: str, result: RunResult) -> None:
     """One row per trajectory: its gym latency and fate, for the slow-sample bias audit (trainer/bias.py)."""
+    rows = ([mode, *("" if v is None else v for v in astuple(fate))] for fate in result.fates)
+    _append_csv(path, ["mode", *TRAJECTORY_COLUMNS], rows)
+
+
+def _append_csv(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
+    """Append `rows` to the CSV file at `path`, after `header` if the file is new (each mode of a
+    run, and each repeat's, appends to its directory's files)."""
     new = not path.exists()
     with naming(path), path.open("a", newline="") as f:
         writer = csv.writer(f)
         if new:
-            writer.writerow(["mode", *TRAJECTORY_COLUMNS])
-        for fate in result.fates:
-            row = asdict(fate)
-            writer.writerow([mode, *("" if row[k] is None else row[k] for k in TRAJECTORY_COLUMNS)])
-
-
-TRAJECTORY_COLUMNS = ("group", "sample", "task_id", "version", "turns", "gym_s", "reward", "outcome", "fate", "step")
+            writer.writerow(header)
+        writer.writerows(rows)
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
