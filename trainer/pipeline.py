@@ -107,7 +107,7 @@ def run(
     policy.on_engine_call = lambda start, end, version: timeline.add(
         "rollout", "generate", timeline.at(start), timeline.at(end), version
     )
-    # Rollout threads are threads beside the trainer under every executor: they only coordinate
+    # Rollout threads run beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
     threads = [
         threading.Thread(target=rollout.thread, name=f"rollout-{i}", daemon=True) for i in range(config.threads)
