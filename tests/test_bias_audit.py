@@ -95,10 +95,12 @@ def test_every_trajectory_has_one_fate_and_its_gym_latency(pool, tmp_path):
 
 
 class SlowFirstGroup(ReplayPolicy):
-    """Group 0 waits at the gate; every other group passes at once."""
+    """Group 0's first sample waits at the gate; every other answer passes at once. Only one
+    sample waits, so the pool's other worker stays free for group 1 (two waiting samples would
+    hold both workers, and group 1 could not finish before the gate opens)."""
 
     def generate(self, requests, version):
-        return [replace(g, text="gate" if r.group == 0 else "pass")
+        return [replace(g, text="gate" if (r.group, r.sample) == (0, 0) else "pass")
                 for r, g in zip(requests, super().generate(requests, version))]  # fmt: skip
 
 
