@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from gyms import Gym, executors, make
-from harness import control, costcard, errors, intervals, outputs, record
+from harness import control, costcard, errors, gpu_usage, intervals, outputs, record
 from trainer import bias
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
@@ -171,9 +171,10 @@ def _measure(
                     max_staleness=spec.max_staleness, oversample=spec.oversample, seed=spec.seed,
                 )  # fmt: skip
                 callback = (lambda s, m=label: on_step(m, s)) if on_step else None
-                result = run(w.gym, policy, pool, config, on_step=callback)
+                with gpu_usage.Sampler(gpu_usage.devices_of(policy.describe())) as sampler:  # NVML, on CUDA
+                    result = run(w.gym, policy, pool, config, on_step=callback)
                 record.write_mode(run_dir.path / w.subdir / _repeat_dir(r), mode, result)
-                repeat["modes"][mode] = summarize(result)
+                repeat["modes"][mode] = {**summarize(result), "gpu": sampler.summary(gpu_usage.measured_window(result))}
                 fates.setdefault(mode, []).extend(result.fates)
                 if r == 0:
                     w.block["modes"][mode] = repeat["modes"][mode]

@@ -19,7 +19,7 @@ from rich.table import Table
 from gyms.base import Gym
 from gyms.conformance import CheckResult, check_gym
 from gyms.registry import make, registered
-from harness import errors, outputs
+from harness import errors, gpu_usage, outputs
 from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark, start_gym
 from harness.intervals import with_interval
 from harness.leaderboard import publish
@@ -296,6 +296,7 @@ def benchmark(
     for block, name in ((summary, "speedup"), (summary.get("control"), "control speedup")):
         if block and "comparison" in block:
             console.print(_comparison_line(block, name))
+    console.print(escape(gpu_usage.idle_line(summary["modes"])))  # the GPU's own account of the idle
     for name, m in summary["modes"].items():
         acc = m["accounting"]
         console.print(

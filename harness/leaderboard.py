@@ -21,6 +21,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from harness import gpu_usage
 from harness.html import Cell, cell, page, table
 from harness.outputs import write_text
 from harness.report import REPORT, write_report
@@ -46,6 +47,7 @@ class Row:
     fingerprint: str
     idle_sync: float | None
     idle_async: float | None
+    gpu_idle_async: float | None  # NVML's: the share of samples at 0 % utilisation; None: not measured
     gym_share_sync: float | None  # the gym's share of the sync trainer wait (queue + service)
     speedup: float | None  # the mean over repeats
     speedup_low: float | None  # its 95 % interval (None for a single repeat)
@@ -92,6 +94,7 @@ COLUMNS = (
     Column("hardware", "hardware", str),
     Column("idle_sync", "trainer idle sync", _opt(".1%"), numeric=True),
     Column("idle_async", "trainer idle async", _opt(".1%"), numeric=True),
+    Column("gpu_idle_async", "GPU idle (NVML) async", _opt(".1%"), numeric=True),
     Column("gym_share_sync", "gym share of sync wait", _opt(".0%"), numeric=True),
     Column("speedup", "speedup", _times, numeric=True),
     Column("speedup_low", "speedup 95% low", _times, numeric=True),
@@ -201,6 +204,7 @@ def make_row(run_id: str, s: dict[str, Any]) -> Row:
         fingerprint=fingerprint(s["hardware"]),
         idle_sync=figure("sync", "trainer_idle_ratio"),
         idle_async=figure("async", "trainer_idle_ratio"),
+        gpu_idle_async=gpu_usage.idle_ratio(modes.get("async", {}).get("gpu")),
         gym_share_sync=modes["sync"].get("gym_wait_share") if "sync" in modes else None,
         speedup=comparison.get("speedup"),
         speedup_low=speedup.get("low"),

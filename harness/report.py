@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from harness import gpu_usage
 from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
 from harness.intervals import with_interval
@@ -26,11 +27,12 @@ REPORT = "report.html"
 FIGURE_DIR = "figures"
 
 # (label, summary key, format) of the per-mode metrics table, as `harness benchmark` prints them.
-METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+METRICS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("avg step_time", "step_time_mean", lambda x: f"{x:.2f} s"),
     ("step_time stddev", "step_time_std", lambda x: f"{x:.2f} s"),
     ("avg train_wait", "train_wait_mean", lambda x: f"{x:.2f} s"),
     ("trainer idle ratio", "trainer_idle_ratio", lambda x: f"{x:.1%}"),
+    ("GPU-measured idle (NVML)", "gpu", gpu_usage.idle_text),  # share of samples at 0 % utilisation
     ("avg actor_train", "actor_train_mean", lambda x: f"{x:.2f} s"),
     ("avg update_weights", "update_weights_mean", lambda x: f"{x:.2f} s"),
     ("ideal step time", "ideal_step_time", lambda x: f"{x:.2f} s"),

@@ -60,12 +60,15 @@ def test_benchmark_table_names_the_emulation(tmp_path):
     summary = json.loads(out.stdout)
     assert summary["placement"] == summary["spec"]["placement"] == "disaggregated"
     assert summary["modes"]["sync"]["placement"] == summary["modes"]["async"]["placement"] == "disaggregated"
+    no_gpu = {"measured": False, "reason": "not measured (no GPU)"}  # the replay policy names no CUDA device
+    assert summary["modes"]["sync"]["gpu"] == summary["modes"]["async"]["gpu"] == no_gpu
     out = harness("benchmark", "--gym", "math", "--steps", "2", "--batch", "1", "--group", "2",
                   "--profile", "zero", "--results", str(tmp_path), env={"COLUMNS": "200"})  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "emulated: zero, colocated" in out.stdout and "trainer idle ratio" in out.stdout
     assert "placement colocated: one accelerator pool time-shares generation and training" in " ".join(out.stdout.split())
     assert "avg accelerator_wait" in out.stdout
+    assert "GPU-measured idle (NVML): not measured (no GPU)" in out.stdout
 
 
 def test_benchmark_bad_input_is_one_clear_line(tmp_path):
