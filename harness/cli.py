@@ -229,8 +229,10 @@ def benchmark(
     gym: Annotated[str, typer.Option(help="Gym name (harness gyms list) or module:Class.")] = "verilog",
     mode: Annotated[str, typer.Option(help="both, sync or async.")] = "both",
     steps: Annotated[int, typer.Option(min=2, help="Optimizer steps per mode; the first is warm-up.")] = 10,
-    policy: Annotated[str, typer.Option(help="replay, tiny[:KEY=VALUE,...] or hf:PATH[@DEVICE][:KEY=VALUE,...]; "
-                                        "learner options such as minibatches=4,epochs=1: docs/architecture.md, the loss.")] = "replay",
+    policy: Annotated[str, typer.Option(help="replay, tiny[:KEY=VALUE,...], hf:PATH[@DEVICE][:KEY=VALUE,...] or "
+                                        "vllm:PATH[@ENGINE_DEVICE[,LEARNER_DEVICE]][:KEY=VALUE,...]; learner options such "
+                                        "as minibatches=4,epochs=1: docs/architecture.md, the loss; engine options: "
+                                        "docs/engines.md.")] = "replay",
     profile: Annotated[str, typer.Option(help="Hardware profile for replay: a name or a JSON file.")] = "h100-qwen3-4b",
     gym_workers: Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")] = None,
     batch: Annotated[int, typer.Option(min=1, help="Prompts (groups) per optimizer step.")] = 4,
@@ -369,32 +371,52 @@ def leaderboard(
 
 @app.command()
 def calibrate(
-    policy: Annotated[str, typer.Option(help="tiny, or hf:PATH[@DEVICE] (cuda, npu, cpu).")] = "tiny",
+    policy: Annotated[str, typer.Option(help="tiny, hf:PATH[@DEVICE] (cuda, npu, cpu) or "
+                                        "vllm:PATH[@ENGINE_DEVICE[,LEARNER_DEVICE]], with options as in benchmark.")] = "tiny",
     name: Annotated[str, typer.Option(help="The profile's name.")] = "calibrated",
     out: Annotated[Path, typer.Option(help="Where the profile JSON is written.")] = Path("profile.json"),
     steps: Annotated[int, typer.Option(min=1, help="Measured steps (after one warm-up step).")] = 3,
     batch: Annotated[int, typer.Option(min=1)] = 4,
     group: Annotated[int, typer.Option(min=1)] = 4,
-    prompt_chars: Annotated[int, typer.Option(min=1)] = 64,
+    gym: Annotated[Optional[str], typer.Option(help="Prompt with this gym's tasks (their real lengths); "
+                                               "default: synthetic prompts of --prompt-chars.")] = None,
+    gym_option: GymOptions = None,
+    prompt_chars: Annotated[int, typer.Option(min=1, help="Length of the synthetic prompts.")] = 64,
+    response_tokens: Annotated[Optional[int], typer.Option(
+        min=1, help="Tokens per response (max_new_tokens); the vllm engine then generates exactly this many "
+        "(ignore_eos). Default: the policy's max_new_tokens.")] = None,
 ) -> None:
     """Time a real policy's generation, training and weight sync; write a hardware profile."""
     from trainer.calibrate import calibrate as measure
+    from trainer.calibrate import synthetic_prompts
     from trainer.policies import make_policy
     from trainer.policies.profiles import ZERO
     from trainer.policies.torch_lm import TorchPolicy
 
-    model = make_policy(policy, None, ZERO)  # type: ignore[arg-type]  (no gym: synthetic prompts)
-    if not isinstance(model, TorchPolicy):
-        raise typer.BadParameter("calibrate a real model: tiny or hf:PATH", param_hint="--policy")
+    if policy.startswith("vllm:"):  # a fixed length: the engine's throughput at a known response length
+        overrides: dict[str, object] = {"ignore_eos": True}
+    else:
+        overrides = {}
+    if response_tokens is not None:
+        overrides["max_new_tokens"] = response_tokens
+    if gym is not None:
+        prompts = [t.prompt for t in start_gym(gym, parse_options(gym_option)).tasks()]
+        source = f"the {gym} gym's {len(prompts)} task prompts"
+    else:
+        prompts, source = synthetic_prompts(batch, prompt_chars), f"synthetic, {prompt_chars} characters"
     outputs.check_writable(out.parent, outputs.MB)
-    console.print(f"calibrating {policy}: {steps} steps of {batch} x {group} samples")
-    profile = measure(model, name, steps=steps, batch=batch, group=group, prompt_chars=prompt_chars)
+    model = make_policy(policy, None, ZERO, overrides=overrides)  # type: ignore[arg-type]  (no gym: prompts only)
+    if not isinstance(model, TorchPolicy):
+        raise typer.BadParameter("calibrate a real model: tiny, hf:PATH or vllm:PATH", param_hint="--policy")
+    console.print(f"calibrating {policy}: {steps} steps of {batch} x {group} samples, prompts {source}")
+    profile = measure(model, name, prompts, steps=steps, batch=batch, group=group, prompt_source=source)
     with outputs.naming(out):
         out.parent.mkdir(parents=True, exist_ok=True)
         profile.save(out)
     console.print(
-        f"generate {profile.generate_s_per_token * 1e3:.3f} ms/token, actor_train "
-        f"{profile.train_s_per_token * 1e3:.3f} ms/token, update_weights {profile.update_weights_s:.3f} s"
+        f"generate {profile.generate_s_per_token * 1e3:.3f} ms/token ({1 / profile.generate_s_per_token:.0f} tokens/s, "
+        f"{profile.response_tokens} tokens per response), actor_train {profile.train_s_per_token * 1e3:.3f} ms/token, "
+        f"update_weights {profile.update_weights_s:.3f} s"
     )
     console.print(f"written: {out} (use it with harness benchmark --profile {out})")
 
@@ -464,6 +486,24 @@ def simulate(
         c = summary["comparison"]
         console.print(f"speedup [bold]{c['speedup']:.2f}x[/]; trainer idle ratio {c['trainer_idle_ratio_sync']:.1%}"
                       f" -> {c['trainer_idle_ratio_async']:.1%}")  # fmt: skip
+
+
+@app.command("tiny-model")
+def tiny_model(
+    out: Annotated[Path, typer.Argument(help="The directory to write (a transformers model directory).")],
+    hidden: Annotated[int, typer.Option(min=8, help="Hidden size.")] = 128,
+    layers: Annotated[int, typer.Option(min=1)] = 2,
+    seed: int = 0,
+) -> None:
+    """Build a tiny Qwen3-architecture model (random weights) and its tokenizer in code, for
+    trying the hf and vllm policies without a download: --policy vllm:OUT."""
+    from trainer.policies.tiny_hf import build
+
+    outputs.check_writable(out, 16 * outputs.MB)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"{out} exists and is not empty: name a new directory")
+    build(out, hidden=hidden, layers=layers, seed=seed)
+    console.print(f"written: {out} (use it with --policy vllm:{out} or --policy hf:{out})")
 
 
 @app.command()

@@ -141,3 +141,11 @@ def test_outputs_below_a_file_are_refused_before_the_work(tmp_path):
     one_error_line(harness("calibrate", "--out", str(file / "profile.json")), f"{file}: not a directory")
     one_error_line(harness("gyms", "profile", "math", "--out", str(file / "card.json")), f"{file}: not a directory")
     one_error_line(harness("report", "x", "--results", str(file)), "no run 'x'")
+
+
+def test_tiny_model_writes_a_model_directory_and_refuses_a_used_one(tmp_path):
+    out = harness("tiny-model", str(tmp_path / "tiny"))
+    assert out.returncode == 0, out.stderr
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (tmp_path / "tiny").iterdir()}
+    one_error_line(harness("tiny-model", str(tmp_path / "tiny")), f"{tmp_path / 'tiny'} exists and is not empty")
+

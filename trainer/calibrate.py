@@ -1,8 +1,12 @@
 """Measure a hardware profile: time a real policy's generation, training and weight sync.
 
-`harness calibrate` runs a few GRPO steps of a `tiny` or `hf` policy on prompts of a chosen
-length and fits the per-token costs that the replay policy emulates. The profile records
-its own measurements, so a reader can check the fit.
+`harness calibrate` runs a few GRPO steps of a `tiny`, `hf` or `vllm` policy and fits the
+per-token costs that the replay policy emulates. Each step generates one batch (prompts x
+samples, all requests at once, so an engine that batches continuously serves them together),
+trains on it with random rewards and publishes the weights. The prompts are a gym's own task
+prompts where one is named, so prompt lengths are the gym's; the vllm policy is asked for
+responses of a fixed length (`ignore_eos`), so the measured throughput is at a known, realistic
+length. The profile records its own measurements, so a reader can check the fit.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 from gyms import Task
@@ -18,16 +23,23 @@ from trainer.policies.torch_lm import TorchPolicy
 from trainer.types import Group, Request, Trajectory, Turn
 
 
+def synthetic_prompts(count: int, chars: int, seed: int = 0) -> list[str]:
+    """Prompts of random lower-case words, for a calibration with no gym."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(chars)) for _ in range(count)]
+
+
 def calibrate(
-    policy: TorchPolicy, name: str, *, steps: int = 3, batch: int = 4, group: int = 4, prompt_chars: int = 64
-) -> HardwareProfile:
+    policy: TorchPolicy, name: str, prompts: Sequence[str], *, steps: int = 3, batch: int = 4, group: int = 4,
+    prompt_source: str = "synthetic",
+) -> HardwareProfile:  # fmt: skip
+    if not prompts:
+        raise ValueError("calibrate needs at least one prompt")
     rng = random.Random(0)
-    alphabet = "abcdefghijklmnopqrstuvwxyz "
     gen_s = gen_tokens = train_s = train_tokens = prompt_tokens = 0.0
     updates: list[float] = []
     for step in range(steps + 1):  # step 0 warms up caches and kernels, and is not counted
-        prompts = ["".join(rng.choice(alphabet) for _ in range(prompt_chars)) for _ in range(batch)]
-        tasks = [Task(f"calibrate/{i}", p) for i, p in enumerate(prompts)]
+        tasks = [Task(f"calibrate/{i}", rng.choice(prompts)) for i in range(batch)]
         start = time.perf_counter()
         gens = policy.generate([Request(t, t.prompt, 1) for t in tasks for _ in range(group)], policy.version)
         generated = time.perf_counter() - start
@@ -54,21 +66,25 @@ def calibrate(
         train_tokens += sum(len(g.prompt_tokens) + len(g.response_tokens) for g in gens)
         updates.append(updated)
     described = policy.describe()
+    engine = described.get("engine", f"{policy.name} policy")
+    device = described.get("engine_device") or described.get("device")
+    samples = steps * batch * group
     return replace(
         HardwareProfile(
             name=name,
-            description=f"measured: {policy.name} policy ({described.get('parameters')} parameters) "
-            f"on {described.get('device')}",
+            description=f"measured: {engine}, {policy.name} policy ({described.get('parameters')} parameters) on {device}",
             generate_s_per_token=gen_s / max(gen_tokens, 1),
             train_s_per_token=train_s / max(train_tokens, 1),
             update_weights_s=statistics.fmean(updates),
-            response_tokens=round(gen_tokens / (steps * batch * group)),
-            prompt_tokens=round(prompt_tokens / (steps * batch * group)),
+            response_tokens=round(gen_tokens / samples),
+            prompt_tokens=round(prompt_tokens / samples),
         ),
         sources={
             "measurement": f"harness calibrate: {steps} measured steps (after one warm-up) of "
-            f"{batch} prompts x {group} samples; generate {gen_s:.3f} s for {gen_tokens:.0f} tokens, "
-            f"actor_train {train_s:.3f} s for {train_tokens:.0f} tokens, update_weights "
-            f"{', '.join(f'{u:.3f}' for u in updates)} s",
+            f"{batch} prompts x {group} samples, prompts {prompt_source}; generate {gen_s:.3f} s for "
+            f"{gen_tokens:.0f} tokens ({gen_tokens / max(gen_s, 1e-9):.0f} tokens/s), actor_train "
+            f"{train_s:.3f} s for {train_tokens:.0f} tokens ({train_tokens / max(train_s, 1e-9):.0f} tokens/s), "
+            f"update_weights {', '.join(f'{u:.3f}' for u in updates)} s",
+            "policy": ", ".join(f"{k} {v}" for k, v in described.items()),
         },
     )

@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 from trainer import attribution, bias
 from trainer.pipeline import RunResult
-from trainer.timeline import Span
+from trainer.timeline import Span, Timeline
 
 
 def busy_in(spans: Sequence[Span], start: float, end: float) -> float:
@@ -53,6 +53,17 @@ def node_utilisation(result: RunResult, gym_spans: Sequence[Span], start: float,
     }
 
 
+def covered(spans: Sequence[Span], start: float, end: float) -> float:
+    """Seconds of [start, end] under at least one of the spans, which may overlap."""
+    total, reach = 0.0, start
+    for s in sorted(spans, key=lambda s: s.start):
+        lo, hi = max(s.start, reach), min(s.end, end)
+        if hi > lo:
+            total += hi - lo
+        reach = max(reach, min(s.end, end))
+    return total
+
+
 def lag1_autocorrelation(xs: Sequence[float]) -> float | None:
     if len(xs) < 3:
         return None
@@ -87,6 +98,25 @@ def accelerator_idle(result: RunResult, generate: Sequence[Span], start: float, 
     return 1 - (busy_in(generate, start, end) + busy_in(trained, start, end)) / max(end - start, 1e-9)
 
 
+def _weight_sync(tl: Timeline, start: float, end: float, n: int, step_time: float) -> dict | None:
+    """An engine that swaps weights in place (vllm): the drain before each load, the load, and
+    the time weights took to reach the engine per step (the trainer's update_weights and the
+    load, overlaps counted once) as a share of the step. None for other policies."""
+    loads, drains = tl.select("engine-weights", "weight_load"), tl.select("engine-weights", "drain")
+    if not loads:
+        return None
+    syncing = covered([*loads, *tl.select("trainer", "update_weights")], start, end) / n
+    return {
+        "updates": len(loads),
+        "drain_s_mean": statistics.fmean(s.duration for s in drains),
+        "drain_s_max": max(s.duration for s in drains),
+        "weight_load_s_mean": statistics.fmean(s.duration for s in loads),
+        "per_step_s": syncing,
+        "share_of_step": syncing / max(step_time, 1e-9),
+        "versions_served": sorted({s.step for s in tl.select("rollout", "generate")}),  # a span's step is its version
+    }
+
+
 def summarize(result: RunResult) -> dict:
     steps = result.steps
     measured = steps[1:] if len(steps) > 1 else steps
@@ -108,6 +138,7 @@ def summarize(result: RunResult) -> dict:
     accelerator_wait = tl.select("trainer", "accelerator_wait")
     rate_ratio = max(gen_per_step, gym_per_step) / max(train_per_step, 1e-9)
     autocorr = lag1_autocorrelation(step_times)
+    weight_sync = _weight_sync(tl, start, end, n, statistics.fmean(step_times))
     per_step = attribution.split_waits(tl.spans, [s.step for s in steps], result.config.staleness)
     measured_split = per_step[1:] if per_step is not None and len(per_step) > 1 else per_step
     return {
@@ -126,6 +157,7 @@ def summarize(result: RunResult) -> dict:
         "gym_wait_share": attribution.gym_share(measured_split) if measured_split is not None else None,
         "actor_train_mean": statistics.fmean(s.actor_train for s in measured),
         "update_weights_mean": statistics.fmean(s.update_weights for s in measured),
+        "weight_sync": weight_sync,
         "accelerator_wait_mean": busy_in(accelerator_wait, start, end) / n,
         "train_time_mean": train_per_step,
         "trainer_idle_ratio": sum(s.train_wait for s in measured) / max(sum(step_times), 1e-9),

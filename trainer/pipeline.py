@@ -107,6 +107,9 @@ def run(
     policy.on_engine_call = lambda start, end, version: timeline.add(
         "rollout", "generate", timeline.at(start), timeline.at(end), version
     )
+    policy.on_weight_sync = lambda kind, start, end, version: timeline.add(
+        "engine-weights", kind, timeline.at(start), timeline.at(end), version
+    )
     # Rollout threads run beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
     threads = [
@@ -142,7 +145,7 @@ def run(
         buffer.stop()
         for t in threads:
             t.join()
-        policy.on_engine_call = None
+        policy.on_engine_call = policy.on_weight_sync = None
     return RunResult(
         config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers,
         previous_end, list(pool.placements), policy.placement, list(buffer.fates),

@@ -76,6 +76,9 @@ class Policy(ABC):
         # Told (start, end, version) on time.monotonic() after each engine call: the pipeline
         # records them as the engine's `generate` spans. A call may serve several requests.
         self.on_engine_call: Callable[[float, float, int], None] | None = None
+        # Told (kind, start, end, version) by an engine that swaps weights in place: `drain` (from
+        # publication until no older version runs) and `weight_load` (vllm policy).
+        self.on_weight_sync: Callable[[str, float, float, int], None] | None = None
 
     @abstractmethod
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:

@@ -1,5 +1,7 @@
-"""Options of the torch policies (`tiny`, `hf`): typed from Python, or text from the policy spec,
-`--policy tiny:minibatches=8,epochs=2` or `--policy hf:PATH@cuda:lr=1e-5,tis_cap=none`.
+"""Options of the torch policies (`tiny`, `hf`, `vllm`): typed from Python, or text from the policy
+spec, `--policy tiny:minibatches=8,epochs=2`, `--policy hf:PATH@cuda:lr=1e-5,tis_cap=none` or
+`--policy vllm:PATH@cuda:0,cuda:1:top_p=0.95,stop=</answer>`; the engine's (ENGINE_OPTIONS) are
+the vllm policy's alone.
 Each is checked here, so a bad one is named the same way whichever way it came:
 
     policy option minibatches=0 must be at least 1
@@ -73,6 +75,26 @@ def _flag(option: str, value: object) -> bool:
     return text in _TRUE
 
 
+def _probability(option: str, value: object) -> float:
+    if not 0 < (number := _number(option, value)) <= 1:
+        raise _error(option, value, "must lie in (0, 1]")
+    return number
+
+
+def _strings(option: str, value: object) -> tuple[str, ...]:
+    """Stop strings: a sequence from Python, or `|`-separated text from a spec."""
+    items = tuple(value) if isinstance(value, (list, tuple)) else tuple(str(value).split("|"))
+    if not all(isinstance(item, str) and item for item in items):
+        raise _error(option, value, "must be non-empty strings, separated by | in a spec (stop=</answer>|\\n\\n)")
+    return items
+
+
+def _dtype(option: str, value: object) -> str:
+    if value not in ("auto", "float32", "bfloat16", "float16"):
+        raise _error(option, value, "must be auto, float32, bfloat16 or float16")
+    return str(value)
+
+
 def _level(option: str, value: object) -> str:
     if value not in ("token", "sequence"):
         raise _error(option, value, "must be token or sequence")
@@ -89,8 +111,25 @@ CHECKS: dict[str, Callable[[str, object], object]] = {
     "level": _level,
     "minibatches": _whole,
     "epochs": _whole,
+    "grad_accum": _whole,
     "drop_zero_advantage": _flag,
+    # the vllm policy's engine and sampling (ENGINE_OPTIONS)
+    "top_p": _probability,
+    "stop": _strings,
+    "ignore_eos": _flag,
+    "dtype": _dtype,
+    "kv_cache_mb": _whole,
+    "max_model_len": _whole,
 }
+ENGINE_OPTIONS = ("top_p", "stop", "ignore_eos", "dtype", "kv_cache_mb", "max_model_len")
+
+
+def torch_only(options: dict[str, object]) -> dict[str, object]:
+    """The options of a `tiny` or `hf` policy, which has no vLLM engine to take the others."""
+    engine = [name for name in options if name in ENGINE_OPTIONS]
+    if engine:
+        raise ValueError(f"policy option {engine[0]} is an option of the vllm engine: use --policy vllm:MODEL_DIR:{engine[0]}=...")
+    return options
 
 
 def checked(**options: object) -> dict[str, object]:

@@ -20,6 +20,9 @@ class ByteTokenizer:
     def decode(self, tokens: list[int]) -> str:
         return bytes(t for t in tokens if t < 256).decode("utf-8", errors="replace")
 
+    def prompt(self, text: str) -> list[int]:
+        return self.encode(text)  # no chat format: the prompt as it is
+
 
 class Block(nn.Module):
     def __init__(self, dim: int, heads: int) -> None:

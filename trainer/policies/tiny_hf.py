@@ -1,0 +1,59 @@
+"""A tiny Qwen3-architecture model and tokenizer, built in code and saved as a transformers
+model directory, so the `hf` and `vllm` policies can be run and tested without a download.
+
+The tokenizer is a byte-level BPE trained on a small built-in corpus (digits, arithmetic and
+the words of the math gym's prompts), with a chat template; the model has random weights.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EOS = "<|im_end|>"
+PAD = "<|endoftext|>"
+# A ChatML template, as Qwen3's tokenizers carry (without tools or thinking).
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_CORPUS = [
+    "What is 3 + 4? Put the final answer in \\boxed{}.",
+    "Solve for x: 2x + 5 = 17. The answer is \\boxed{6}.",
+    "Compute the sum, the product and the difference of the numbers.",
+    "0 1 2 3 4 5 6 7 8 9 10 11 12 + - * / = ( ) [ ] { } ^ . , : ; ? !",
+    "Let n be a positive integer such that the remainder is 3 when divided by 7.",
+    "Find the value of the expression. Answer: \\boxed{42}",
+]
+
+
+def build(path: str | Path, *, hidden: int = 128, layers: int = 2, heads: int = 4, kv_heads: int = 2,
+          vocab: int = 512, max_len: int = 1024, seed: int = 0) -> Path:  # fmt: skip
+    """Write a tokenizer and a randomly initialised Qwen3 causal LM to `path`; returns it."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    path = Path(path)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    specials = [PAD, "<|im_start|>", EOS]
+    bpe.train_from_iterator(
+        _CORPUS * 4,
+        trainers.BpeTrainer(vocab_size=vocab, special_tokens=specials,
+                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
+    )  # fmt: skip
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS, pad_token=PAD, bos_token=None)
+    tok.chat_template = CHAT_TEMPLATE
+    tok.model_max_length = max_len
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=hidden // heads,
+        max_position_embeddings=max_len, tie_word_embeddings=True, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id, bos_token_id=None, torch_dtype="float32",
+    )  # fmt: skip
+    model = Qwen3ForCausalLM(config)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
