@@ -66,13 +66,13 @@ def calibrate(
         train_tokens += sum(len(g.prompt_tokens) + len(g.response_tokens) for g in gens)
         updates.append(updated)
     described = policy.describe()
-    engine = described.get("engine", f"{policy.name} policy")
+    engine = f"{described['engine']}, " if "engine" in described else ""
     device = described.get("engine_device") or described.get("device")
     samples = steps * batch * group
     return replace(
         HardwareProfile(
             name=name,
-            description=f"measured: {engine}, {policy.name} policy ({described.get('parameters')} parameters) on {device}",
+            description=f"measured: {engine}{policy.name} policy ({described.get('parameters')} parameters) on {device}",
             generate_s_per_token=gen_s / max(gen_tokens, 1),
             train_s_per_token=train_s / max(train_tokens, 1),
             update_weights_s=statistics.fmean(updates),

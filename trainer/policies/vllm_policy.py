@@ -23,9 +23,11 @@ from typing import Any
 
 import torch
 
+from trainer.policies import options
 from trainer.policies.torch_lm import HFTokenizer, TorchPolicy
 from trainer.policies.vllm_engine import EngineSettings, VllmEngine, check_device
 from trainer.types import Generation, Request
+
 
 class VllmPolicy(TorchPolicy):
     name = "vllm"
@@ -33,10 +35,14 @@ class VllmPolicy(TorchPolicy):
     def __init__(
         self, path: str, *, engine_device: str = "cpu", learner_device: str | None = None, seed: int = 0,
         top_p: float = 1.0, stop: Sequence[str] = (), ignore_eos: bool = False, dtype: str = "float32",
-        kv_cache_mb: int = 256, max_model_len: int | None = None, **options: Any,
+        kv_cache_mb: int = 256, max_model_len: int | None = None, **learner_options: Any,
     ) -> None:  # fmt: skip
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        options.checked(
+            top_p=top_p, stop=tuple(stop), ignore_eos=ignore_eos, dtype=dtype, kv_cache_mb=kv_cache_mb,
+            **({"max_model_len": max_model_len} if max_model_len is not None else {}),
+        )  # fmt: skip
         check_device(engine_device)  # before the learner takes memory
         learner_device = learner_device or engine_device
         if learner_device.startswith("npu"):
@@ -52,7 +58,7 @@ class VllmPolicy(TorchPolicy):
         self._sampling = {"top_p": top_p, "stop": list(stop) or None, "ignore_eos": ignore_eos}
         super().__init__(
             "vllm", model, HFTokenizer(tok), logits=lambda m, ids: m(input_ids=ids).logits, max_len=limit,
-            device=learner_device, seed=seed, **options,
+            device=learner_device, seed=seed, **learner_options,
         )  # fmt: skip
 
     # -- the engine and the one-version rule -------------------------------------------------------
