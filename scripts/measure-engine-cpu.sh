@@ -26,8 +26,8 @@ calibrate=(--gym math --response-tokens 256 --steps 3 --batch 4 --group 4)
 # drop_zero_advantage=false: the untrained model scores 0 on every task, so without it no group
 # would carry an advantage and no step would train.
 "$harness" benchmark --gym math --policy "vllm:$work/model:drop_zero_advantage=false" --steps 10 --repeats 2 \
-    --results "$work/results" --json >"$work/summary.json"
-.venv/bin/python - "$work/summary.json" <<'EOF'
+    --results "$work/results"
+.venv/bin/python - "$work"/results/runs/*/summary.json <<'EOF'
 import json, sys
 
 summary = json.load(open(sys.argv[1]))
