@@ -300,6 +300,9 @@ def benchmark(
             console.print(_comparison_line(block, name))
     console.print(escape(gpu_usage.idle_line(summary["modes"])))  # the GPU's own account of the idle
     for name, m in summary["modes"].items():
+        if m.get("weight_sync"):  # an engine that swaps weights in place (vllm)
+            console.print(f"{name}: {_weight_sync_line(m['weight_sync'])}")
+    for name, m in summary["modes"].items():
         acc = m["accounting"]
         console.print(
             f"{name}: {m['oscillation']}. Trajectories: generated {acc['generated']} = trained {acc['trained']}"
@@ -312,6 +315,14 @@ def benchmark(
                       f"{summary['profile']['name']}: {summary['profile']['description']}; placement "
                       f"{summary['placement']}: {PLACEMENT_WORDS.get(summary['placement'], '')}")  # fmt: skip
     console.print(f"written: {run_dir}")
+
+
+def _weight_sync_line(w: dict) -> str:
+    return (
+        f"weight sync {w['per_step_s'] * 1e3:.1f} ms per step ({w['share_of_step']:.1%} of it), load "
+        f"{w['weight_load_s_mean'] * 1e3:.1f} ms, drain before it mean {w['drain_s_mean'] * 1e3:.1f} ms, max "
+        f"{w['drain_s_max'] * 1e3:.1f} ms over {w['updates']} updates (docs/engines.md)"
+    )
 
 
 def _bias_line(b: dict) -> str:
