@@ -182,7 +182,7 @@ def test_one_minibatch_is_the_on_policy_step_with_ratio_one():
 
 
 def test_zero_advantage_groups_leave_the_normaliser_when_dropped():
-    signal_adv = [1.0, -1.0, 0.5, -0.5]
+    signal_adv = [1.0, 0.5, 0.25, 0.125]  # one sign: the loss's numerator is never 0, whatever the lengths
     first = tiny_policy(seed=0, max_new_tokens=6, minibatches=1, drop_zero_advantage=True)
     signal = sampled_group(first, signal_adv, "1 + 1 = ")
     flat = sampled_group(first, [0.0] * 4, "2 + 2 = ")
