@@ -54,3 +54,14 @@ def with_path(*dirs: Path) -> dict[str, str]:
     if os.environ.get("PYTHONPATH"):
         parts.append(os.environ["PYTHONPATH"])
     return {"PYTHONPATH": os.pathsep.join(parts)}
+
+
+def reward_rise(curve: list[float], samples_per_step: int, first: int = 5, last: int = 10) -> tuple[float, float, float]:
+    """(start, end, z) of a learning curve: the mean reward of its first and last steps, and their
+    difference in standard errors. A reward lies in [0, 1], so a step's samples vary at most as a
+    Bernoulli of the same mean does: z is conservative. Learning checks assert z, not a fixed
+    gain, because the sampling noise of a step's reward is what a fixed gain would have to clear."""
+    start, end = sum(curve[:first]) / first, sum(curve[-last:]) / last
+    variance = start * (1 - start) / (first * samples_per_step) + end * (1 - end) / (last * samples_per_step)
+    return start, end, (end - start) / max(variance, 1e-12) ** 0.5
+

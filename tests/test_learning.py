@@ -12,6 +12,8 @@ import statistics
 import pytest
 import torch
 
+from conftest import reward_rise
+
 from gyms import make
 from gyms.pool import GymPool
 from trainer.pipeline import RunConfig, run
@@ -36,8 +38,11 @@ def test_tiny_policy_learns_addition_sync_and_async():
     with GymPool(workers=2, step_timeout_s=10) as pool:
         curves = {mode: reward_curve(mode, pool) for mode in ("sync", "async")}
     for mode, curve in curves.items():
-        start, end = statistics.fmean(curve[:5]), statistics.fmean(curve[-10:])
-        assert end >= start + 0.1 and end >= 1.5 * start, (mode, start, end, curve)
+        # A rise of at least 2.5 standard errors (no learning passes 0.6 % of the time): this
+        # configuration's gains, first 5 steps against the last 10, measured 0.09 to 0.16 (z 3.2
+        # to 5.5), against a sampling noise of 0.03; a fixed bound of 0.1 sat inside that noise.
+        start, end, z = reward_rise(curve, samples_per_step=64)
+        assert z >= 2.5, (mode, start, end, z, curve)
     # async (max_staleness 1) learns about as well per step as sync
     late = {mode: statistics.fmean(curve[-10:]) for mode, curve in curves.items()}
     assert abs(late["async"] - late["sync"]) <= 0.1, curves

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import statistics
 import threading
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import reward_rise
 
 if os.environ.get("CI"):
     import vllm  # noqa: F401  (CI installs the extra: its absence is a failure, never a skip)
@@ -160,14 +160,14 @@ def test_benchmark_runs_both_modes_on_the_real_engine(model_dir: Path, tmp_path:
 def test_the_vllm_policy_learns_addition(model_dir: Path):
     """From a format warm-up (a random digit in \\boxed{}), async GRPO on the engine raises the reward."""
     gym = make("math", source="addition", max_turns=1)
-    policy = VllmPolicy(str(model_dir), lr=1e-3, max_new_tokens=8)
+    policy = VllmPolicy(str(model_dir), lr=5e-4, max_new_tokens=8)  # at 1e-3 some runs collapsed to reward 0
     rng = random.Random(0)
     policy.supervised_warmup([(t.prompt, f"\\boxed{{{rng.randint(0, 4)}}}") for t in gym.tasks() for _ in range(20)], 300)
     with GymPool(workers=2, step_timeout_s=10) as pool:
-        result = run(gym, policy, pool, RunConfig(mode="async", steps=40, batch_groups=8, group_size=8))
+        result = run(gym, policy, pool, RunConfig(mode="async", steps=60, batch_groups=8, group_size=8))
     curve = [s.reward_mean for s in result.steps]
-    start, end = statistics.fmean(curve[:5]), statistics.fmean(curve[-10:])
-    assert end >= start + 0.1, (start, end, curve)
+    start, end, z = reward_rise(curve, samples_per_step=64)  # gains of 0.12 to 0.27 measured (z 4 to 9)
+    assert z >= 2.5, (start, end, z, curve)
 
 
 def test_calibrate_measures_the_engine_at_a_fixed_response_length(model_dir: Path, tmp_path: Path):
