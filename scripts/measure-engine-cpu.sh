@@ -12,10 +12,7 @@
 # Nothing else should run on the machine meanwhile. About 6 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ -n "$(git status --porcelain -- . ':(exclude)results')" ]]; then
-    echo "error: the tree has uncommitted changes; published figures come from a clean tree" >&2
-    exit 2
-fi
+source scripts/clean-tree.sh
 harness=${HARNESS:-.venv/bin/harness}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

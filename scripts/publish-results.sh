@@ -16,10 +16,7 @@
 # and shares the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ -n "$(git status --porcelain -- . ':(exclude)results')" ]]; then
-    echo "error: the tree has uncommitted changes; published runs come from a clean tree (commit or stash first)" >&2
-    exit 2
-fi
+source scripts/clean-tree.sh
 harness=${HARNESS:-.venv/bin/harness}
 which=${1:-all}
 run() {
