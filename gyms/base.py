@@ -130,6 +130,10 @@ class Episode(ABC):
 
     # Answers are capped before any parsing: model output is untrusted and may be degenerate.
     max_answer_bytes: ClassVar[int] = 64 * 1024
+    # True for an episode that keeps state in its worker's process between turns (a connection):
+    # the pool runs its next turn on the same worker slot; if that worker was replaced meanwhile,
+    # the episode finds its state gone and must end as an `error`.
+    stays_on_worker: ClassVar[bool] = False
 
     def __init__(self, task: Task, max_turns: int = 1) -> None:
         if max_turns < 1:
@@ -192,6 +196,7 @@ class Gym(ABC):
     version: ClassVar[str] = "0"
     max_turns: int = 1
     step_timeout_s: float = 10.0  # the longest one step may take; the host allows a margin on top
+    required_options: ClassVar[tuple[str, ...]] = ()  # options without a default (a server's url)
 
     @abstractmethod
     def tasks(self, split: str = "train") -> Sequence[Task]:

@@ -110,6 +110,9 @@ def held_by(episodes: list[Episode]) -> Held:
     return Held(frozenset(str(w.path) for w in workdirs), frozenset(w.uid for w in workdirs if w.uid is not None))
 
 
+_Home = tuple[str, int | None]  # the node of an episode's previous step, and its slot if it stays there
+
+
 @dataclass
 class Job:
     episode: Episode
@@ -117,6 +120,7 @@ class Job:
     future: Future[StepCall]
     submitted_at: float
     home: str | None = None  # the node of the episode's previous step, where its files are
+    slot: int | None = None  # for an episode that stays on its worker: the slot of its previous step
 
 
 def default_workers() -> int:
@@ -125,7 +129,8 @@ def default_workers() -> int:
 
 class _Jobs:
     """The queue. An episode's next step waits for a worker on its home node (its work directory
-    is there) while that node has a worker; otherwise any worker takes it."""
+    is there) while that node has a worker; otherwise any worker takes it. An episode that
+    stays on its worker (`Episode.stays_on_worker`) waits for its slot while the slot has one."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -160,13 +165,18 @@ class _Jobs:
             while not self._closed:
                 live = set(self._nodes.values())
                 for job in self._queued:
-                    if node is None or job.home in (None, node) or job.home not in live:
+                    if node is None or self._may_run(job, node, slot, live):
                         self._queued.remove(job)
                         if slot is not None:
                             self._taken[slot] = job
                         return job
                 self._cond.wait()
             return None
+
+    def _may_run(self, job: Job, node: str, slot: int | None, live: set[str]) -> bool:
+        if job.slot is not None and job.slot in self._nodes:
+            return job.slot == slot
+        return job.home in (None, node) or job.home not in live
 
     def finish(self, slot: int) -> None:
         with self._cond:
@@ -202,8 +212,9 @@ class SlotPool(ABC, Generic[W]):
         self.placements: list[Placement] = []
         self.broken: GymPoolBroken | None = None
         self._jobs = _Jobs()
-        # Episodes between turns -> the node that holds their files. Weak: finished episodes vanish.
-        self._homes: weakref.WeakKeyDictionary[Episode, str] = weakref.WeakKeyDictionary()
+        # Episodes between turns -> the node that holds their files (and the slot, for an episode
+        # that stays on its worker). Weak: finished episodes vanish.
+        self._homes: weakref.WeakKeyDictionary[Episode, _Home] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._closed = False
         self._retired: list[W] = []  # stopped workers whose work directories open episodes still hold
@@ -221,8 +232,8 @@ class SlotPool(ABC, Generic[W]):
             raise self.broken
         future: Future[StepCall] = Future()
         with self._lock:  # between turns to queued at once: `_retire` always sees the episode
-            home = _pop(self._homes, episode)
-            self._jobs.put(Job(episode, action, future, time.monotonic(), home))
+            home, slot = _pop(self._homes, episode) or (None, None)
+            self._jobs.put(Job(episode, action, future, time.monotonic(), home, slot))
         return future
 
     def step(self, episode: Episode, action: str) -> StepCall:
@@ -320,7 +331,7 @@ class SlotPool(ABC, Generic[W]):
                     if dead:
                         self.stats.restarts += 1
                     if not result.done:
-                        _remember(self._homes, episode, node)
+                        _remember(self._homes, episode, (node, slot if episode.stays_on_worker else None))
                     self._jobs.finish(slot)
                 if dead:  # stopped before the caller hears of it: its leftovers are gone by then
                     spawned = None
@@ -342,16 +353,16 @@ class SlotPool(ABC, Generic[W]):
             job.future.set_exception(exc)
 
 
-def _pop(homes: weakref.WeakKeyDictionary[Episode, str], episode: Episode) -> str | None:
+def _pop(homes: weakref.WeakKeyDictionary[Episode, _Home], episode: Episode) -> _Home | None:
     try:
         return homes.pop(episode, None)
     except TypeError:  # an unhashable episode (a dataclass with eq): no home, any worker
         return None
 
 
-def _remember(homes: weakref.WeakKeyDictionary[Episode, str], episode: Episode, node: str) -> None:
+def _remember(homes: weakref.WeakKeyDictionary[Episode, _Home], episode: Episode, home: _Home) -> None:
     try:
-        homes[episode] = node
+        homes[episode] = home
     except TypeError:
         pass
 

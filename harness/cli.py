@@ -18,8 +18,9 @@ from rich.table import Table
 
 from gyms.base import Gym
 from gyms.conformance import CheckResult, check_gym
-from gyms.registry import make, registered
+from gyms.registry import load_class, make, registered
 from harness import errors, gpu_usage, outputs
+from harness import serve as serving
 from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark, start_gym
 from harness.intervals import with_interval
 from harness.leaderboard import publish
@@ -72,6 +73,10 @@ def gyms_list(
     for name in [only] if only else entries:
         source = entries[name].distribution if name in entries else "-"  # "-": a module:Class name
         try:
+            needed = [o for o in load_class(name).required_options if o not in parse_options(gym_option)]
+            if needed:  # a gym of someone else's data or server: nothing to show without it
+                table.add_row(name, "-", "-", f"[yellow]needs[/] {escape(' '.join(f'-o {o}=...' for o in needed))}", source)
+                continue
             gym = make(name, **parse_options(gym_option))
             tools = gym.tools()
             missing = [t for t in tools if not t.available]
@@ -497,6 +502,32 @@ def simulate(
         c = summary["comparison"]
         console.print(f"speedup [bold]{c['speedup']:.2f}x[/]; trainer idle ratio {c['trainer_idle_ratio_sync']:.1%}"
                       f" -> {c['trainer_idle_ratio_async']:.1%}")  # fmt: skip
+
+
+@app.command()
+def serve(
+    gym: Annotated[str, typer.Argument(help="Gym name (harness gyms list) or module:Class.")],
+    gym_option: GymOptions = None,
+    host: Annotated[str, typer.Option(help="Address to listen on. Anything but loopback is reachable by others, "
+                                      "with no authentication (docs/openenv.md).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: one the system picks; printed).")] = 8000,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")] = None,
+    max_sessions: Annotated[Optional[int], typer.Option(min=1, help="Concurrent sessions; one more is refused as "
+                                                        "busy (default: 4 per gym worker).")] = None,
+    idle_timeout: Annotated[float, typer.Option(min=1, help="Seconds a session may stay silent before it is "
+                                                "closed.")] = serving.DEFAULT_IDLE_TIMEOUT_S,
+    split: str = "train",
+    seed: Annotated[int, typer.Option(help="Seed of the task order that plain resets follow.")] = 0,
+) -> None:
+    """Serve a gym as an OpenEnv environment (HTTP and WebSocket reset/step/state), each step
+    checked in the gym pool's sandboxes, until Ctrl-C."""
+    serving.require_openenv()
+    warning = serving.exposure_warning(host)
+    if warning:
+        err.print(f"[yellow]{escape(warning)}[/]", soft_wrap=True)
+    chosen = start_gym(gym, parse_options(gym_option), split)
+    serving.serve(chosen, host, port, workers, max_sessions, idle_timeout, split, seed,
+                  say=lambda line: err.print(line, soft_wrap=True, highlight=False, markup=False))  # fmt: skip
 
 
 @app.command("tiny-model")

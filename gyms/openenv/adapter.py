@@ -1,0 +1,318 @@
+"""The `openenv` gym: any OpenEnv environment server as a heavygym gym.
+
+    harness benchmark --gym openenv -o url=http://127.0.0.1:8000 -o tasks=tasks.jsonl
+    harness gyms check openenv -o url=http://127.0.0.1:8000 -o tasks=tasks.jsonl
+
+A task is a set of reset arguments. `tasks=FILE.jsonl` lists them, one JSON object a line:
+
+    {"id": "add-3-4", "reset": {"task_id": "add-3-4"},
+     "candidates": [{"action": "\\boxed{7}", "expect": "pass", "label": "reference"}]}
+
+`id` defaults to the reset arguments as JSON; `candidates` (known answers with the outcome the
+server must give, as `gyms.Candidate`) are optional: with them the replay policy and
+`harness gyms check` work; without them only real policies can answer. With no file, `size=N`
+tasks reset with seeds 0..N-1. The reset arguments must pick the task deterministically: the
+gym resets each task once to read its prompt, and each episode resets again; an episode whose
+prompt differs is an `error`.
+
+An episode is one WebSocket session, opened on its first step in the worker process that runs
+it (`Episode.stays_on_worker`: the pool keeps its later turns there). The answer goes in the
+action's one text field (`action_field`, else read from the server's /schema); the prompt and
+feedback come from the observation's `prompt_field` (default `prompt`). A step passes when the
+server's metadata says `outcome: pass` (as `harness serve` does) or, lacking an outcome, when
+the reward reaches `pass_reward`. A server that cannot be reached, times out, or answers
+outside that schema makes the step an `error` with the reason: never a hang, never a reward.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
+from gyms.options import Options
+
+_OPTIONS = Options("openenv")
+_EXPECTS = ("pass", "fail", "timeout")
+_CONNECT_TIMEOUT_S = 5.0
+_MAX_TASKS_FILE_BYTES = 64 * 1024 * 1024
+INSTALL_HINT = "install the openenv extra: HEAVYGYM_EXTRAS=openenv make setup, or pip install -e '.[openenv]'"
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Where the server is and how its schema maps onto heavygym's (small: it travels with each episode)."""
+
+    url: str
+    action_field: str
+    prompt_field: str
+    pass_reward: float
+    timeout_s: float
+
+
+class RemoteError(Exception):
+    """The server answered outside the protocol, or not at all."""
+
+
+def _client(remote: Remote) -> Any:
+    try:
+        from openenv import GenericEnvClient
+    except ImportError:
+        raise RemoteError(f"OpenEnv is not installed: {INSTALL_HINT}") from None
+    client = GenericEnvClient(base_url=remote.url, connect_timeout_s=_CONNECT_TIMEOUT_S,
+                              message_timeout_s=remote.timeout_s).sync()  # fmt: skip
+    client.connect()
+    return client
+
+
+def _prompt(remote: Remote, observation: Any) -> str:
+    if not isinstance(observation, Mapping):
+        raise RemoteError(f"the observation is {type(observation).__name__}, not a JSON object")
+    text = observation.get(remote.prompt_field)
+    if not isinstance(text, str):
+        fields = ", ".join(sorted(k for k in observation if k != "metadata")) or "none"
+        raise RemoteError(f"the observation has no text field {remote.prompt_field!r} (its fields: {fields}); "
+                          "name the right one with -o prompt_field=")  # fmt: skip
+    return text
+
+
+# The sessions of the episodes this worker process runs, by episode key.
+_sessions: dict[str, Any] = {}
+
+
+class OpenEnvEpisode(Episode):
+    stays_on_worker = True
+
+    def __init__(self, task: Task, max_turns: int, remote: Remote) -> None:
+        super().__init__(task, max_turns)
+        self.remote = remote
+        self.key = uuid.uuid4().hex
+
+    def evaluate(self, action: str) -> Verdict:
+        try:
+            client = self._session()
+            result = client.step({self.remote.action_field: action})
+            verdict = self._verdict(result)
+        except (RemoteError, ConnectionError, TimeoutError, OSError, RuntimeError, ValueError) as exc:
+            self._end()
+            why = f"timed out after {self.remote.timeout_s:g} s" if isinstance(exc, TimeoutError) else str(exc)
+            return Verdict(0.0, Outcome.ERROR, f"openenv server {self.remote.url}: {why}", {"error": why})
+        if result.done or verdict.outcome is not Outcome.FAIL:
+            self._end()
+            if verdict.outcome is Outcome.FAIL:
+                self.max_turns = self.turn  # the server ended the episode: no turn is left
+        return verdict
+
+    def close(self) -> None:
+        self._end()
+
+    def _session(self) -> Any:
+        client = _sessions.get(self.key)
+        if client is not None:
+            return client
+        if self.turn > 1:
+            raise RemoteError("the episode's session was lost with the gym worker that held it")
+        client = _client(self.remote)
+        _sessions[self.key] = client
+        started = _prompt(self.remote, client.reset(**self.task.metadata["reset"]).observation)
+        if started != self.task.prompt:
+            raise RemoteError("the server's reset gave another prompt than before for the same arguments: "
+                              "make the reset arguments pick the task (a task id or a seed)")  # fmt: skip
+        return client
+
+    def _verdict(self, result: Any) -> Verdict:
+        feedback = _prompt(self.remote, result.observation)
+        metadata = result.metadata if isinstance(result.metadata, Mapping) else {}
+        reward = result.reward if result.reward is not None else 0.0
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not 0.0 <= reward <= 1.0:
+            raise RemoteError(f"reward {result.reward!r} is not a number in [0, 1]")
+        outcome = metadata.get("outcome")
+        if outcome is None:
+            outcome = "pass" if reward >= self.remote.pass_reward else "fail"
+        if outcome not in ("pass", "fail", "error"):
+            raise RemoteError(f"outcome {outcome!r} is not one of pass, fail, error")
+        if outcome == "fail" and reward >= 1.0:
+            raise RemoteError(f"a fail with reward {reward}: reward 1 is a pass")
+        info = dict(metadata.get("info") or {}) if isinstance(metadata.get("info"), Mapping) else {}
+        for key in ("service_s", "queue_wait_s"):  # the server's own timing, where it gives it
+            if key in metadata:
+                info[f"server_{key}"] = metadata[key]
+        reward = {"pass": 1.0, "error": 0.0}.get(outcome, float(reward))
+        return Verdict(reward, Outcome(outcome), feedback, info)
+
+    def _end(self) -> None:
+        client = _sessions.pop(self.key, None)
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # a dead connection: nothing is left to close
+                pass
+
+
+class OpenEnvGym(Gym):
+    """Options: `url` (the server), `tasks` (a JSONL file) or `size` (seeds 0..size-1; default
+    16), `action_field`, `prompt_field` (default prompt), `max_turns` (default: the reset's
+    `max_turns` metadata, else 1), `step_timeout_s` (default 60), `pass_reward` (default 1)."""
+
+    name = "openenv"
+    version = "0.1.0"
+    required_options = ("url",)
+
+    def __init__(
+        self,
+        url: str = "",
+        tasks: str = "",
+        size: int | str = 16,
+        action_field: str = "",
+        prompt_field: str = "prompt",
+        max_turns: int | str = 0,
+        step_timeout_s: float | str = 60.0,
+        pass_reward: float | str = 1.0,
+    ) -> None:
+        if not url.startswith(("http://", "https://", "ws://", "wss://")):
+            raise ValueError(f"openenv gym option url={url!r}: give the server's address, "
+                             "-o url=http://HOST:PORT (harness serve prints it)")  # fmt: skip
+        self.url = url.rstrip("/")
+        self.tasks_file = Path(tasks) if tasks else None
+        self.size = _OPTIONS.whole("size", size, 1)
+        self._action_field = action_field
+        self.prompt_field = prompt_field
+        self._max_turns = _OPTIONS.whole("max_turns", max_turns, 0)
+        self.step_timeout_s = _OPTIONS.seconds("step_timeout_s", step_timeout_s)
+        try:
+            self.pass_reward = float(pass_reward)
+        except (TypeError, ValueError):
+            self.pass_reward = float("nan")
+        if not 0 < self.pass_reward <= 1:  # also refuses nan
+            raise ValueError(f"openenv gym option pass_reward={pass_reward!r} must be a number in (0, 1]")
+        self._tasks: list[Task] | None = None
+        self._candidates: dict[str, list[Candidate]] = {}
+        self.max_turns = self._max_turns or 1
+
+    @property
+    def remote(self) -> Remote:
+        return Remote(self.url, self._action_field or "answer", self.prompt_field, self.pass_reward,
+                      self.step_timeout_s)  # fmt: skip
+
+    def tasks(self, split: str = "train") -> Sequence[Task]:
+        if split != "train":
+            raise ValueError(f"the openenv gym has one split, train (the server's tasks); got {split!r}")
+        if self._tasks is None:
+            entries = _read_tasks(self.tasks_file) if self.tasks_file else [
+                {"id": f"seed-{k}", "reset": {"seed": k}} for k in range(self.size)]  # fmt: skip
+            self._action_field = self._action_field or _action_field(self.url)
+            self._tasks = self._reset_each(entries)
+        return self._tasks
+
+    def open(self, task: Task) -> OpenEnvEpisode:
+        return OpenEnvEpisode(task, self.max_turns, self.remote)
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        return list(self._candidates.get(task.id, []))
+
+    def tools(self) -> list[ToolCheck]:
+        try:
+            import openenv
+        except ImportError:
+            return [ToolCheck("openenv", False, install_hint=INSTALL_HINT)]
+        return [ToolCheck("openenv", True, openenv.__version__)]
+
+    def describe(self) -> dict[str, str]:
+        return {**super().describe(), "url": self.url}
+
+    def _reset_each(self, entries: list[dict[str, Any]]) -> list[Task]:
+        """Reset every task once, on one session, to read its prompt (and the server's max_turns)."""
+        try:
+            client = _client(self.remote)
+        except (RemoteError, ConnectionError, OSError) as exc:
+            raise ConnectionError(f"openenv server {self.url}: {exc}") from None
+        tasks = []
+        try:
+            for entry in entries:
+                try:
+                    result = client.reset(**entry["reset"])
+                    prompt = _prompt(self.remote, result.observation)
+                except (RemoteError, RuntimeError, TimeoutError, OSError) as exc:
+                    raise ValueError(f"openenv server {self.url}: reset {json.dumps(entry['reset'])}: {exc}") from None
+                server_turns = (result.metadata or {}).get("max_turns")
+                if not self._max_turns and isinstance(server_turns, int) and server_turns > self.max_turns:
+                    self.max_turns = server_turns
+                tasks.append(Task(entry["id"], prompt, metadata={"reset": entry["reset"]}))
+                self._candidates[entry["id"]] = entry["candidates"]
+        finally:
+            client.close()
+        return tasks
+
+
+def _action_field(url: str) -> str:
+    """The action's one text field, from the server's /schema."""
+    import requests
+
+    schema_url = url.replace("ws://", "http://").replace("wss://", "https://") + "/schema"
+    try:
+        response = requests.get(schema_url, timeout=_CONNECT_TIMEOUT_S)
+        response.raise_for_status()
+        properties = response.json()["action"].get("properties", {})
+    except (requests.RequestException, ValueError, KeyError, AttributeError, TypeError) as exc:
+        raise ConnectionError(f"openenv server {url}: its /schema could not be read ({exc}); "
+                              "name the action's text field with -o action_field=") from None  # fmt: skip
+    texts = [name for name, p in properties.items() if name != "metadata" and p.get("type") == "string"]
+    required = [name for name in texts if name in response.json()["action"].get("required", [])]
+    if len(required or texts) != 1:
+        raise ValueError(f"openenv server {url}: the action has text fields {texts or 'none'}; "
+                         "name the one the answer goes in with -o action_field=")  # fmt: skip
+    return (required or texts)[0]
+
+
+def _read_tasks(path: Path) -> list[dict[str, Any]]:
+    """The entries of a tasks file, each checked, with `id` and `candidates` filled in."""
+    if path.stat().st_size > _MAX_TASKS_FILE_BYTES:
+        raise ValueError(f"{path}: over {_MAX_TASKS_FILE_BYTES // 2**20} MiB; split it")
+    entries, seen = [], set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("reset", {}), dict):
+            raise ValueError(f"{where}: a task is an object with \"reset\": {{...}} (the reset arguments)")
+        reset = entry.get("reset", {})
+        task_id = entry.get("id", json.dumps(reset, sort_keys=True))
+        if not isinstance(task_id, str) or task_id in seen:
+            raise ValueError(f"{where}: id {task_id!r} is not a string or repeats an earlier line's")
+        seen.add(task_id)
+        entries.append({"id": task_id, "reset": reset, "candidates": _candidates(entry.get("candidates", []), where)})
+    if not entries:
+        raise ValueError(f"{path}: no tasks (one JSON object a line)")
+    return entries
+
+
+def _candidates(raw: Any, where: str) -> list[Candidate]:
+    if not isinstance(raw, list):
+        raise ValueError(f"{where}: candidates is a list of {{\"action\", \"expect\", \"label\"}} objects")
+    found = []
+    for c in raw:
+        if not (isinstance(c, dict) and isinstance(c.get("action"), str) and c.get("expect") in _EXPECTS):
+            raise ValueError(f"{where}: a candidate needs a string action and expect one of {', '.join(_EXPECTS)}")
+        found.append(Candidate(c["action"], c["expect"], str(c.get("label", c["expect"])), c.get("stage")))
+    return found
+
+
+def tasks_file_lines(gym: Gym, split: str = "train", seed: int = 0) -> list[str]:
+    """A heavygym gym's tasks as lines of a tasks file for a server that serves it
+    (`harness serve`): reset by task id, with the gym's own candidates."""
+    lines = []
+    for task in gym.tasks(split):
+        candidates = [{"action": c.action, "expect": c.expect, "label": c.label, **({"stage": c.stage} if c.stage else {})}
+                      for c in gym.candidates(task, random.Random(f"{seed}:{task.id}"))]  # fmt: skip
+        lines.append(json.dumps({"id": task.id, "reset": {"task_id": task.id}, "candidates": candidates}))
+    return lines
+
