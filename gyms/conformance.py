@@ -19,11 +19,13 @@ one runs on the gym itself, so the full limit is seen to end a hang within the s
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from gyms.base import Candidate, Gym, Outcome
+from gyms.base import Candidate, Gym, Outcome, Task
 from gyms.pool import GymPool, StepCall
 
 # Actions no gym should choke on: they must get a plain `fail` with feedback.
@@ -103,10 +105,14 @@ def check_gym(
         report.notes.append(f"the gym has no tasks in split {split!r}")
         return report
     rng = random.Random(seed)
+    known = {task.id: gym.candidates(task, rng) for task in tasks}
+    if not any(known.values()):  # an environment whose answers nobody gave (the openenv gym without them)
+        report.notes.append("the gym gave no candidates (known answers): only that garbage answers fail was checked; "
+                            "that references pass, wrong answers fail and hangs are stopped was not")  # fmt: skip
     planned = []
     for task in tasks:
-        candidates = gym.candidates(task, rng)
-        if not any(c.label == "reference" and c.expect == "pass" for c in candidates):
+        candidates = known[task.id]
+        if any(known.values()) and not any(c.label == "reference" and c.expect == "pass" for c in candidates):
             report.checks.append(
                 CheckResult(task.id, "reference", "pass", "-", 0.0, 0.0, "", "the task has no reference answer")
             )
@@ -123,17 +129,20 @@ def check_gym(
         )
 
     with GymPool(workers, step_timeout_s=gym.step_timeout_s) as pool:
-        futures = []
-        for task, c in planned:
+        # A window of steps in flight, each episode closed once judged: a gym whose open episodes
+        # hold something scarce (the openenv gym: a server's sessions) never holds more than that.
+        futures: deque[tuple[Task, Candidate, float, Future[StepCall]]] = deque()
+        for number, (task, c) in enumerate(planned, 1):
             runner = short if c.expect == "timeout" and c is not hangs[0] else gym
             futures.append((task, c, runner.step_timeout_s, pool.submit(runner.open(task), c.action)))
-        for task, candidate, timeout_s, future in futures:
-            call = future.result()
-            call.episode.close()
-            result = _judge(task.id, candidate, call, timeout_s)
-            report.checks.append(result)
-            if on_check is not None:
-                on_check(result)
+            while futures and (len(futures) > 2 * pool.workers or number == len(planned)):
+                task_done, candidate, timeout_s, future = futures.popleft()
+                call = future.result()
+                pool.close_episode(call.episode)
+                result = _judge(task_done.id, candidate, call, timeout_s)
+                report.checks.append(result)
+                if on_check is not None:
+                    on_check(result)
     if hangs and all(c.status == "not applicable" for c in report.checks if c.expect == "timeout"):
         report.notes.append("no non-terminating candidate reached the stage it exercises: the timeout was not exercised")
     return report

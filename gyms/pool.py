@@ -116,8 +116,8 @@ _Home = tuple[str, int | None]  # the node of an episode's previous step, and it
 @dataclass
 class Job:
     episode: Episode
-    action: str
-    future: Future[StepCall]
+    action: str | None  # None: close the episode on the worker (`SlotPool.close_episode`)
+    future: Future[Any]
     submitted_at: float
     home: str | None = None  # the node of the episode's previous step, where its files are
     slot: int | None = None  # for an episode that stays on its worker: the slot of its previous step
@@ -139,12 +139,15 @@ class _Jobs:
         self._taken: dict[int, Job] = {}  # slot -> the job it runs
         self._closed = False
 
-    def put(self, job: Job) -> None:
+    def put(self, job: Job, first: bool = False) -> None:
         with self._cond:
             if self._closed:
                 job.future.cancel()
                 return
-            self._queued.append(job)
+            if first:
+                self._queued.appendleft(job)
+            else:
+                self._queued.append(job)
             self._cond.notify_all()
 
     def place(self, slot: int, node: str) -> None:
@@ -240,6 +243,17 @@ class SlotPool(ABC, Generic[W]):
         """Submit one step and wait for it."""
         return self.submit(episode, action).result()
 
+    def close_episode(self, episode: Episode) -> None:
+        """Close an episode its caller leaves unfinished. One that stays on its worker keeps its
+        state in that worker's process, so it is also closed there, by a job on its slot (not a
+        step: it is not counted); an episode that ended closed itself there already."""
+        episode.close()
+        with self._lock:
+            home = _pop(self._homes, episode)
+            if episode.stays_on_worker and home is not None and not self._closed:
+                # first in the queue: a close only frees what the episode holds
+                self._jobs.put(Job(episode, None, Future(), time.monotonic(), *home), first=True)
+
     def close(self) -> None:
         """Cancel the calls still queued, let running ones finish, stop the workers, and remove
         every work directory they made: episodes still open lose theirs."""
@@ -324,14 +338,8 @@ class SlotPool(ABC, Generic[W]):
                 episode, result, dead = self._call(worker, job)
                 finished = time.monotonic()
                 with self._lock:
-                    self.stats.calls += 1
-                    self.stats.busy_s[slot] += finished - started
-                    if result.outcome is Outcome.ERROR:
-                        self.stats.errors += 1
-                    if dead:
-                        self.stats.restarts += 1
-                    if not result.done:
-                        _remember(self._homes, episode, (node, slot if episode.stays_on_worker else None))
+                    if job.action is not None:  # a close job is no step: nothing to count or remember
+                        self._count(slot, node, episode, result, finished - started, dead)
                     self._jobs.finish(slot)
                 if dead:  # stopped before the caller hears of it: its leftovers are gone by then
                     spawned = None
@@ -345,6 +353,17 @@ class SlotPool(ABC, Generic[W]):
         finally:
             if spawned is not None:
                 self._retire(spawned[0])
+
+    def _count(self, slot: int, node: str, episode: Episode, result: StepResult, busy_s: float, dead: bool) -> None:
+        """A step's accounting (under the lock); an episode between turns is remembered where it ran."""
+        self.stats.calls += 1
+        self.stats.busy_s[slot] += busy_s
+        if result.outcome is Outcome.ERROR:
+            self.stats.errors += 1
+        if dead:
+            self.stats.restarts += 1
+        if not result.done:
+            _remember(self._homes, episode, (node, slot if episode.stays_on_worker else None))
 
     def _fail_all(self, exc: GymPoolBroken) -> None:
         """This slot cannot serve: fail its queue share, and every later call, with `exc`."""
@@ -370,9 +389,13 @@ def _remember(homes: weakref.WeakKeyDictionary[Episode, _Home], episode: Episode
 # -- both sides of a step, shared by the executors -----------------------------------------------
 
 
-def step_here(episode: Episode, action: str) -> tuple[Any, ...]:
-    """Worker side: ("ok", episode, result), or ("raised", traceback) when the gym raised."""
+def step_here(episode: Episode, action: str | None) -> tuple[Any, ...]:
+    """Worker side: ("ok", episode, result), or ("raised", traceback) when the gym raised. A None
+    action closes the episode here (result None)."""
     try:
+        if action is None:
+            episode.close()
+            return "ok", episode, None
         return "ok", episode, episode.step(action)
     except Exception:
         return "raised", traceback.format_exc(limit=20)

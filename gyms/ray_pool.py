@@ -53,7 +53,7 @@ class GymWorker:
         """The node's label and id, and this actor's process id there."""
         return self._where
 
-    def step(self, episode: Episode, action: str) -> tuple[Any, ...]:
+    def step(self, episode: Episode, action: str | None) -> tuple[Any, ...]:
         reply = step_here(episode, action)
         if reply[0] == "ok" and reply[2].done:
             episode.close()  # its work directory is on this node, not on the trainer's

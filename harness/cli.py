@@ -518,6 +518,9 @@ def serve(
                                                 "closed.")] = serving.DEFAULT_IDLE_TIMEOUT_S,
     split: str = "train",
     seed: Annotated[int, typer.Option(help="Seed of the task order that plain resets follow.")] = 0,
+    tasks_file: Annotated[Optional[Path], typer.Option(help="Also write the gym's tasks, with its known answers "
+                                                       "(the answer key), as a tasks file for the openenv gym "
+                                                       "(-o tasks=FILE), then serve.")] = None,
 ) -> None:
     """Serve a gym as an OpenEnv environment (HTTP and WebSocket reset/step/state), each step
     checked in the gym pool's sandboxes, until Ctrl-C."""
@@ -526,6 +529,10 @@ def serve(
     if warning:
         err.print(f"[yellow]{escape(warning)}[/]", soft_wrap=True)
     chosen = start_gym(gym, parse_options(gym_option), split)
+    if tasks_file is not None:
+        from gyms.openenv.adapter import tasks_file_lines
+
+        outputs.write_text(tasks_file, "\n".join(tasks_file_lines(chosen, split)) + "\n")
     serving.serve(chosen, host, port, workers, max_sessions, idle_timeout, split, seed,
                   say=lambda line: err.print(line, soft_wrap=True, highlight=False, markup=False))  # fmt: skip
 

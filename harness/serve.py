@@ -9,6 +9,7 @@ network is a common home for an environment server.
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 from collections.abc import Callable
 from contextlib import closing
@@ -85,4 +86,15 @@ def serve(
         say(f"serving gym {gym.name} ({len(served.tasks)} {split} tasks) as an OpenEnv environment at "
             f"http://{url} (WebSocket ws://{url}/ws): {pool.workers} gym workers, at most {sessions} sessions")
         config = uvicorn.Config(app, log_level="warning", ws_max_size=MAX_PAYLOAD_BYTES, timeout_graceful_shutdown=5)
-        uvicorn.Server(config).run(sockets=[sock])
+        # uvicorn shuts down on SIGINT or SIGTERM, then raises the signal again: either is the
+        # normal way to stop a server, so it ends here, and the pool's clean-up runs.
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        except KeyboardInterrupt:
+            pass
+    say("stopped: every session closed, every work directory removed")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

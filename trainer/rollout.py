@@ -20,6 +20,7 @@ calls are the policy's to report (`Policy.on_engine_call`): the pipeline records
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import itertools
 import random
 import threading
@@ -119,7 +120,7 @@ class Rollout:
             try:
                 gen = self._generate(Request(task, prompt, turn, group_id, sample), version, where)
             except BaseException:
-                episode.close()  # not in the pool: nobody else will
+                self.pool.close_episode(episode)  # not in the pool: nobody else will
                 raise
             call = self._step(episode, gen.text)  # on stop, the pool's call closes the episode
             episode, result = call.episode, call.result
@@ -152,10 +153,10 @@ class Rollout:
                 return future.result(timeout=0.1)
             except cf.TimeoutError:
                 if self.buffer.stopping:
-                    future.add_done_callback(_close_episode)
+                    future.add_done_callback(functools.partial(_close_episode, self.pool))
                     raise Stopped from None
 
 
-def _close_episode(future: cf.Future[StepCall]) -> None:
+def _close_episode(pool: StepPool, future: cf.Future[StepCall]) -> None:
     if not future.cancelled() and future.exception() is None:
-        future.result().episode.close()
+        pool.close_episode(future.result().episode)

@@ -117,7 +117,13 @@ class OpenEnvEpisode(Episode):
             return client
         if self.turn > 1:
             raise RemoteError("the episode's session was lost with the gym worker that held it")
-        client = _client(self.remote)
+        try:
+            client = _client(self.remote)
+        except RuntimeError as exc:
+            if "CAPACITY_REACHED" in str(exc):
+                raise RemoteError(f"{exc}: every session of the server is taken; serve more "
+                                  "(harness serve --max-sessions) than the episodes you keep open (batch x group)") from None  # fmt: skip
+            raise
         _sessions[self.key] = client
         started = _prompt(self.remote, client.reset(**self.task.metadata["reset"]).observation)
         if started != self.task.prompt:
@@ -204,7 +210,7 @@ class OpenEnvGym(Gym):
             raise ValueError(f"the openenv gym has one split, train (the server's tasks); got {split!r}")
         if self._tasks is None:
             entries = _read_tasks(self.tasks_file) if self.tasks_file else [
-                {"id": f"seed-{k}", "reset": {"seed": k}} for k in range(self.size)]  # fmt: skip
+                {"id": f"seed-{k}", "reset": {"seed": k}, "candidates": []} for k in range(self.size)]  # fmt: skip
             self._action_field = self._action_field or _action_field(self.url)
             self._tasks = self._reset_each(entries)
         return self._tasks
@@ -306,13 +312,15 @@ def _candidates(raw: Any, where: str) -> list[Candidate]:
     return found
 
 
-def tasks_file_lines(gym: Gym, split: str = "train", seed: int = 0) -> list[str]:
+def tasks_file_lines(gym: Gym, split: str = "train") -> list[str]:
     """A heavygym gym's tasks as lines of a tasks file for a server that serves it
-    (`harness serve`): reset by task id, with the gym's own candidates."""
+    (`harness serve --tasks-file`): reset by task id, with the gym's own candidates, drawn as the
+    replay policy draws them, so a replay through the server gives the answers it gives in process.
+    The candidates include the answer key: the file is for benchmarks, never for a model's eyes."""
     lines = []
     for task in gym.tasks(split):
         candidates = [{"action": c.action, "expect": c.expect, "label": c.label, **({"stage": c.stage} if c.stage else {})}
-                      for c in gym.candidates(task, random.Random(f"{seed}:{task.id}"))]  # fmt: skip
+                      for c in gym.candidates(task, random.Random(task.id))]  # fmt: skip
         lines.append(json.dumps({"id": task.id, "reset": {"task_id": task.id}, "candidates": candidates}))
     return lines
 

@@ -1,0 +1,234 @@
+"""Train with TRL's GRPOTrainer against a heavygym gym served over OpenEnv.
+
+    python examples/openenv_trl/train.py                # serves the math gym itself, builds a tiny model
+    python examples/openenv_trl/train.py --url http://127.0.0.1:8000 --model DIR
+
+TRL drives the episodes through its `rollout_func` hook: for each prompt of a batch the
+function opens one OpenEnv WebSocket session with the gym (`GymClient`), resets it to the
+task the prompt came from, lets the policy answer, and, while the gym is not done (the math
+gym gives a wrong answer its feedback and one more try), puts the gym's feedback in as the
+next user turn and lets the policy answer again. The episode's reward is what the gym paid,
+summed over its steps; TRL's GRPO then trains on the whole multi-turn completion, with the
+feedback tokens masked out of the loss (`env_mask`), since the policy did not write them.
+
+Why `rollout_func` and not TRL's `environment_factory`: the latter exposes an environment's
+methods as *tools* the model must call through its chat template's tool-calling format, and
+ends the episode when the model stops calling tools. A heavygym gym takes the answer as plain
+text and replies with feedback, which is the reset/step loop that `rollout_func` writes out.
+Generation uses the trainer's own model and generation config (transformers `generate`, no
+vLLM), so it runs on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+
+from gyms.openenv.client import GymClient
+from gyms.openenv.protocol import AnswerAction
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def served_gym(harness: str, gym: str, workers: int):
+    """Run `harness serve GYM --port 0` and yield its URL once /health answers."""
+    log = tempfile.NamedTemporaryFile("w+", prefix="heavygym-serve-", suffix=".log", delete=False)
+    # Its own process group, so that stopping it reaches its gym workers too. stderr goes to a
+    # file, not a pipe: a pipe nobody reads would fill up and stall the server.
+    proc = subprocess.Popen([harness, "serve", gym, "--port", "0", "--workers", str(workers)],
+                            stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+    log.close()  # the server holds its own copy of the file
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the server prints its URL (the port it got) once it listens, then /health answers
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"harness serve did not come up:\n{Path(log.name).read_text()}")
+            found = re.search(r"as an OpenEnv environment at (http://\S+)", Path(log.name).read_text())
+            if found and healthy(found.group(1)):
+                url = found.group(1)
+                break
+            time.sleep(0.2)
+        print(f"served gym {gym} at {url} (pid {proc.pid})", flush=True)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C would send: the server shuts down cleanly
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            print(f"stopped the gym server: {Path(log.name).read_text().strip().splitlines()[-1]}", flush=True)
+        os.unlink(log.name)
+
+
+def gym_tasks(url: str, count: int) -> list[dict]:
+    """The first `count` tasks of the served gym: reset with seeds 0..count-1 picks them deterministically."""
+    rows = []
+    with GymClient(base_url=url).sync() as env:
+        for seed in range(count):
+            result = env.reset(seed=seed)
+            rows.append({"task_id": result.observation.metadata["task_id"],
+                         "prompt": [{"role": "user", "content": result.observation.prompt}]})  # fmt: skip
+    return rows
+
+
+def feedback_ids(tokenizer, feedback: str, turn_ended: bool) -> list[int]:
+    """The tokens that close the policy's turn and open the next one with the gym's feedback.
+
+    Rendered from the chat template on a stand-in conversation, so it follows whatever template
+    the model has: the text after the assistant's end-of-turn token, the feedback as a user
+    message, and the generation prompt of the next assistant turn."""
+    eos = tokenizer.eos_token
+    convo = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
+    before = tokenizer.apply_chat_template(convo, tokenize=False)
+    after = tokenizer.apply_chat_template(convo + [{"role": "user", "content": feedback}],
+                                          add_generation_prompt=True, tokenize=False)  # fmt: skip
+    assert after.startswith(before) and eos in before, "chat template does not render turns by appending"
+    text = before[before.rindex(eos) + len(eos):] + after[len(before):]
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    # A turn cut off at max_completion_length has no end-of-turn token yet: close it here.
+    return ids if turn_ended else [tokenizer.eos_token_id, *ids]
+
+
+def make_rollout_func(url: str, task_of_prompt: dict[str, str]):
+    def rollout_func(prompts: list, trainer: GRPOTrainer) -> dict[str, list]:
+        # TRL hands over the batch's prompts already repeated num_generations times: one episode each.
+        tokenizer = trainer.processing_class
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        out = {key: [] for key in ("prompt_ids", "completion_ids", "env_mask", "env_reward", "outcome", "turns")}
+        for prompt in prompts:
+            task_id = task_of_prompt[prompt[-1]["content"]]
+            # One WebSocket session per episode: the session holds the episode's state (task, turn).
+            with GymClient(base_url=url).sync() as env:
+                result = env.reset(task_id=task_id)
+                messages = [{"role": "user", "content": result.observation.prompt}]
+                prompt_ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)["input_ids"]
+                context, completion, mask, reward, outcomes, answers = list(prompt_ids), [], [], 0.0, [], []
+                while True:
+                    with torch.no_grad():
+                        generated = model.generate(input_ids=torch.tensor([context]),
+                                                   attention_mask=torch.ones(1, len(context), dtype=torch.long),
+                                                   generation_config=trainer.generation_config)  # fmt: skip
+                    turn = generated[0, len(context):].tolist()
+                    turn_ended = tokenizer.eos_token_id in turn
+                    if turn_ended:  # drop the padding after the end-of-turn token
+                        turn = turn[: turn.index(tokenizer.eos_token_id) + 1]
+                    completion += turn
+                    mask += [1] * len(turn)  # the policy's tokens: trained on
+                    context += turn
+                    answers.append(tokenizer.decode(turn, skip_special_tokens=True))
+                    result = env.step(AnswerAction(answer=answers[-1]))
+                    reward += result.reward or 0.0
+                    outcomes.append(result.observation.metadata.get("outcome"))
+                    if result.done:
+                        break
+                    # Not done: the gym's feedback is the next user turn. The policy did not write
+                    # these tokens, so env_mask=0 keeps them out of the loss (they stay as context).
+                    fed = feedback_ids(tokenizer, result.observation.prompt, turn_ended)
+                    completion += fed
+                    mask += [0] * len(fed)
+                    context += fed
+            print(f"  step {trainer.state.global_step + 1} episode: task {task_id} turns {len(outcomes)} "
+                  f"outcomes {outcomes} reward {reward} first answer {ascii(answers[0][:30])}", flush=True)  # fmt: skip
+            out["prompt_ids"].append(prompt_ids)
+            out["completion_ids"].append(completion)
+            out["env_mask"].append(mask)
+            out["env_reward"].append(reward)
+            out["outcome"].append(outcomes[-1])
+            out["turns"].append(len(outcomes))
+        # No sampling logprobs: like TRL's own transformers path, the trainer recomputes them.
+        out["logprobs"] = None
+        return out
+
+    return rollout_func
+
+
+def gym_reward(completions, env_reward, **kwargs) -> list[float]:
+    """The reward TRL trains on: what the gym paid (rollout_func's extra fields arrive as kwargs)."""
+    return list(env_reward)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="A served gym (harness serve); default: serve --gym here")
+    parser.add_argument("--gym", default="math")
+    parser.add_argument("--harness", default=str(REPO / ".venv" / "bin" / "harness"),
+                        help="The heavygym CLI that serves the gym and builds the tiny model")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--model", help="A transformers model directory; default: harness tiny-model")
+    parser.add_argument("--tasks", type=int, default=8, help="How many of the gym's tasks to train on")
+    parser.add_argument("--max-steps", type=int, default=2)
+    parser.add_argument("--output-dir", default=None)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="openenv-trl-") as workdir:
+        train(args, Path(workdir))
+
+
+def train(args: argparse.Namespace, workdir: Path) -> None:
+    model_dir = args.model
+    if model_dir is None:  # a tiny random-weight Qwen3, built in code: no download
+        model_dir = str(workdir / "tiny-model")
+        subprocess.run([args.harness, "tiny-model", model_dir], check=True, stdout=subprocess.DEVNULL)
+
+    with served_gym(args.harness, args.gym, args.workers) if args.url is None else nullcontext(args.url) as url:
+        rows = gym_tasks(url, args.tasks)
+        task_of_prompt = {row["prompt"][0]["content"]: row["task_id"] for row in rows}
+        tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        config = GRPOConfig(
+            output_dir=args.output_dir or str(workdir / "out"),
+            max_steps=args.max_steps,
+            per_device_train_batch_size=4,  # 4 episodes a step: 2 prompts x num_generations=2
+            num_generations=2,
+            max_completion_length=24,  # per turn: the tiny model never stops on its own
+            learning_rate=1e-4,
+            logging_steps=1,
+            save_strategy="no",
+            report_to="none",
+            use_cpu=True,
+            seed=0,
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            processing_class=tokenizer,
+            reward_funcs=[gym_reward],
+            args=config,
+            train_dataset=Dataset.from_list(rows),
+            rollout_func=make_rollout_func(url, task_of_prompt),
+        )
+        started = time.monotonic()
+        trainer.train()
+        for entry in trainer.state.log_history:
+            if "reward" in entry:
+                print(f"step {entry['step']}: reward {entry['reward']} loss {entry.get('loss')} "
+                      f"completion tokens {entry.get('completions/mean_length')}")  # fmt: skip
+        print(f"trained {trainer.state.global_step} GRPO steps in {time.monotonic() - started:.1f}s", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

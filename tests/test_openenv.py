@@ -1,0 +1,313 @@
+"""OpenEnv both ways, over real sockets on 127.0.0.1: a real `harness serve` process driven by
+OpenEnv's own client, and `harness benchmark --gym openenv` measuring a served gym.
+
+Every wait here waits for an event (the server's address line, /health, a work directory
+going away), with a deadline far beyond its usual time only so that a bug fails instead of
+hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import harness, needs_icarus, requires
+
+from gyms import make
+
+try:
+    import openenv  # noqa: F401
+
+    HAS_OPENENV = True
+except ImportError:
+    HAS_OPENENV = False
+
+pytestmark = requires(HAS_OPENENV, "the openenv extra is not installed")
+
+if HAS_OPENENV:
+    import requests
+    from websockets.sync.client import connect
+
+    from gyms.openenv.client import GymClient
+    from gyms.openenv.protocol import MAX_ANSWER_CHARS, AnswerAction
+    from gyms.openenv.server import MAX_PAYLOAD_BYTES
+
+DEADLINE_S = 120.0
+
+
+class Server:
+    """A `harness serve` process; `url` once it answers /health."""
+
+    def __init__(self, *args: str) -> None:
+        exe = Path(sys.executable).parent / "harness"
+        self.proc = subprocess.Popen([str(exe), "serve", *args, "--port", "0"], stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        self.log: list[str] = []
+        for line in self.proc.stderr:  # up to the address line, printed once the port is bound
+            self.log.append(line)
+            if found := re.search(r"at (http://\S+) ", line):
+                break
+        else:
+            raise AssertionError(f"harness serve exited without serving: {''.join(self.log)}")
+        self.url = found[1]
+        threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True).start()  # type: ignore[arg-type]
+        wait_for(lambda: _healthy(self.url), "the server to answer /health")
+
+    def stop(self, how: signal.Signals = signal.SIGINT) -> int:
+        self.proc.send_signal(how)
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return requests.get(f"{url}/health", timeout=5).ok
+    except requests.ConnectionError:
+        return False
+
+
+def wait_for(condition, what: str, deadline_s: float = DEADLINE_S) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + deadline_s
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"waited {deadline_s:.0f} s for {what}")
+        time.sleep(0.05)
+
+
+def answer(gym_name: str, task_id: str, expect: str, **options: str) -> str:
+    """A known answer of the in-process gym for a task: its first candidate with that label."""
+    gym = make(gym_name, **options)
+    task = next(t for t in gym.tasks() if t.id == task_id)
+    return next(c.action for c in gym.candidates(task, random.Random(task.id)) if c.expect == expect)
+
+
+@pytest.fixture(scope="module")
+def math_server() -> Iterator[Server]:
+    server = Server("math", "--workers", "2", "--max-sessions", "3")
+    yield server
+    assert server.stop() == 0, "".join(server.log)
+
+
+def test_a_full_multi_turn_episode_driven_by_the_openenv_client(math_server):
+    task = make("math").tasks()[3]
+    with GymClient(base_url=math_server.url).sync() as env:
+        first = env.reset(task_id=task.id)
+        assert first.observation.prompt == task.prompt and not first.done
+        assert first.observation.metadata == {"task_id": task.id, "turn": 0, "max_turns": 2}
+
+        wrong = env.step(AnswerAction(answer=answer("math", task.id, "fail")))
+        meta = wrong.observation.metadata
+        assert (wrong.reward, wrong.done, meta["outcome"], meta["turn"]) == (0.0, False, "fail", 1)
+        assert "not correct" in wrong.observation.prompt  # the feedback for the next turn
+
+        right = env.step(AnswerAction(answer=answer("math", task.id, "pass")))
+        meta = right.observation.metadata
+        assert (right.reward, right.done, meta["outcome"], meta["turn"], meta["terminated"]) == (1.0, True, "pass", 2, True)
+        assert meta["service_s"] > 0 and meta["queue_wait_s"] >= 0
+
+        state = env.state()
+        assert (state.task_id, state.turn, state.done, state.step_count) == (task.id, 2, True, 2)
+        with pytest.raises(RuntimeError, match="is over after 2 turn"):
+            env.step(AnswerAction(answer="\\boxed{1}"))
+
+
+def test_resets_follow_a_seeded_order_and_a_seed_names_one_task(math_server):
+    with GymClient(base_url=math_server.url).sync() as env:
+        by_seed = [env.reset(seed=5).observation.metadata["task_id"] for _ in range(2)]
+        assert by_seed[0] == by_seed[1]
+        plain = [env.reset().observation.metadata["task_id"] for _ in range(3)]
+        assert len(set(plain)) == 3  # the next task each time
+
+
+def test_concurrent_sessions_hold_their_own_episodes_and_one_too_many_is_told_busy(math_server):
+    gym = make("math")
+    tasks = gym.tasks()[:3]
+    clients = [GymClient(base_url=math_server.url).sync() for _ in tasks]
+    try:
+        for client, task in zip(clients, tasks):
+            client.reset(task_id=task.id)
+        with GymClient(base_url=math_server.url).sync() as extra:
+            with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+                extra.reset()
+        results: dict[str, object] = {}
+
+        def answer_task(client, task) -> None:  # type: ignore[no-untyped-def]
+            results[task.id] = client.step(AnswerAction(answer=answer("math", task.id, "pass")))
+
+        threads = [threading.Thread(target=answer_task, args=pair) for pair in zip(clients, tasks)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(DEADLINE_S)
+        for task in tasks:  # each session's step answered its own task
+            result = results[task.id]
+            assert result.observation.metadata["task_id"] == task.id and result.reward == 1.0  # type: ignore[attr-defined]
+    finally:
+        for client in clients:
+            client.close()
+
+    def a_session_is_free() -> bool:  # closed sessions give their places back
+        try:
+            with GymClient(base_url=math_server.url).sync() as again:
+                return again.reset().observation.prompt != ""
+        except RuntimeError:
+            return False
+
+    wait_for(a_session_is_free, "a closed session's place to come back")
+
+
+def test_bad_input_gets_a_clear_error_and_the_server_keeps_serving(math_server):
+    url = math_server.url
+    ws_url = url.replace("http://", "ws://") + "/ws"
+    with GymClient(base_url=url).sync() as env:
+        with pytest.raises(RuntimeError, match="no episode is open: reset first"):
+            env.step(AnswerAction(answer="\\boxed{1}"))
+        with pytest.raises(RuntimeError, match="unknown task_id 'no-such-task'"):
+            env.reset(task_id="no-such-task")
+        with pytest.raises(RuntimeError, match="unknown reset argument.*colour"):
+            env.reset(colour="red")
+    with connect(ws_url, max_size=None) as ws:
+        ws.send("{not json")
+        assert json.loads(ws.recv())["data"]["code"] == "INVALID_JSON"
+        ws.send(json.dumps({"type": "reset", "data": {}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+        ws.send(json.dumps({"type": "step", "data": {"answer": "x" * (MAX_ANSWER_CHARS + 1)}}))
+        reply = json.loads(ws.recv())["data"]
+        assert reply["code"] == "VALIDATION_ERROR" and "at most" in json.dumps(reply["errors"])
+        ws.send(json.dumps({"type": "step", "data": {"text": "wrong field"}}))
+        assert json.loads(ws.recv())["data"]["code"] == "VALIDATION_ERROR"
+    with connect(ws_url, max_size=None) as ws:  # a message over the cap ends the connection, 1009
+        ws.send(json.dumps({"type": "step", "data": {"answer": "x" * MAX_PAYLOAD_BYTES}}))
+        with pytest.raises(Exception) as closed:
+            ws.recv()
+        assert "1009" in str(closed.value) or "too big" in str(closed.value)
+
+    too_big = requests.post(f"{url}/step", data=b"x" * (MAX_PAYLOAD_BYTES + 1), timeout=30,
+                            headers={"content-type": "application/json"})  # fmt: skip
+    assert too_big.status_code == 413 and "limit" in too_big.json()["detail"]
+    unknown = requests.post(f"{url}/step", json={"action": {"answer": "1", "task_id": "nope"}}, timeout=30)
+    assert unknown.status_code == 400 and "unknown task_id 'nope'" in unknown.json()["detail"]
+    stateless = requests.post(f"{url}/step", json={"action": {"answer": "1"}}, timeout=30)
+    assert stateless.status_code == 400 and "name the task with task_id" in stateless.json()["detail"]
+
+    task = make("math").tasks()[0]  # still serving: a one-turn episode over stateless HTTP
+    one_turn = requests.post(f"{url}/step", timeout=60,
+                             json={"action": {"answer": answer("math", task.id, "pass"), "task_id": task.id}})  # fmt: skip
+    assert one_turn.status_code == 200 and one_turn.json()["reward"] == 1.0
+
+
+def test_serve_refuses_a_bad_gym_and_warns_off_loopback():
+    out = harness("serve", "no-such-gym", "--port", "0", timeout=60)
+    assert out.returncode == 2 and "no-such-gym" in out.stderr and "Traceback" not in out.stderr
+    server = Server("harness.control:InstantGym", "-o", "of=math", "--host", "0.0.0.0", "--workers", "1")
+    try:
+        assert "no authentication" in server.log[0]
+    finally:
+        assert server.stop() == 0
+
+
+@needs_icarus
+def test_a_vanished_client_has_its_verilog_episode_closed_and_work_directory_removed(tmp_path):
+    server = Server("verilog", "--workers", "1")
+    try:
+        gym = make("verilog")
+        task = gym.tasks()[0]
+        wrong = answer("verilog", task.id, "fail")
+        # A client in a process of its own, killed after its first (failing) turn: no close message.
+        script = (
+            "import sys, json\n"
+            "from gyms.openenv.client import GymClient\n"
+            "from gyms.openenv.protocol import AnswerAction\n"
+            f"env = GymClient(base_url={server.url!r}).sync()\n"
+            f"env.reset(task_id={task.id!r})\n"
+            f"r = env.step(AnswerAction(answer={wrong!r}))\n"
+            "print(json.dumps(r.observation.metadata), flush=True)\n"
+            "sys.stdin.read()\n"
+        )
+        client = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert client.stdout is not None
+        meta = json.loads(client.stdout.readline())
+        assert meta["outcome"] == "fail" and meta["turn"] == 1 and meta["turn"] < meta["max_turns"]
+        workdir = Path(meta["info"]["workdir"])
+        assert workdir.is_dir()  # the open episode keeps it between turns
+        client.kill()
+        client.wait()
+        wait_for(lambda: not workdir.exists(), f"{workdir} to be removed after the client vanished")
+    finally:
+        assert server.stop(signal.SIGTERM) == 0, "".join(server.log)
+
+
+def summary_of(out: subprocess.CompletedProcess[str]) -> dict:
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_benchmark_through_openenv_agrees_with_the_gym_in_process(tmp_path):
+    tasks_file = tmp_path / "math.jsonl"
+    server = Server("math", "--workers", "2", "--tasks-file", str(tasks_file))
+    try:
+        config = ["--mode", "sync", "--steps", "3", "--batch", "2", "--group", "2", "--gym-workers", "2",
+                  "--results", str(tmp_path), "--json"]  # fmt: skip
+        served = summary_of(harness("benchmark", "--gym", "openenv", "-o", f"url={server.url}",
+                                    "-o", f"tasks={tasks_file}", *config))  # fmt: skip
+        local = summary_of(harness("benchmark", "--gym", "math", *config))
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    assert served["gym"] == "openenv" and served["tools"]["url"] == server.url
+    # The replay policy gives the same answers to the same tasks, so the outcomes are the same.
+    s, l = served["modes"]["sync"], local["modes"]["sync"]
+    assert s["accounting"] == l["accounting"] and s["accounting"]["balanced"]
+    assert s["accounting"]["errored"] == 0
+    assert (s["pass_rate"], s["reward_mean"]) == (l["pass_rate"], l["reward_mean"])
+    cards = [json.loads((tmp_path / "runs" / run["run_id"] / "card.json").read_text()) for run in (served, local)]
+    assert cards[0]["calls"] == cards[1]["calls"] and cards[0]["mean_turns"] == cards[1]["mean_turns"]
+    assert cards[0]["error_rate"] == cards[1]["error_rate"] == 0.0
+
+
+def test_an_unreachable_server_is_one_clear_line_and_a_dead_one_an_error_outcome(tmp_path):
+    out = harness("gyms", "check", "openenv", "-o", "url=http://127.0.0.1:9", timeout=60)
+    assert out.returncode == 2 and "127.0.0.1:9" in out.stderr and "Traceback" not in out.stderr
+
+    from gyms.pool import GymPool
+
+    server = Server("math", "--workers", "1")
+    try:
+        gym = make("openenv", url=server.url, size="2")
+        task = gym.tasks()[0]
+        with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
+            first = pool.step(gym.open(task), "\\boxed{123456789}")
+            assert first.result.outcome.value == "fail" and not first.result.done
+            assert server.stop() == 0
+            second = pool.step(first.episode, "\\boxed{1}")
+    finally:
+        server.proc.kill()
+    assert second.result.outcome.value == "error" and second.result.done
+    assert server.url in second.result.observation
+
+
+def test_conformance_check_through_openenv(tmp_path):
+    tasks_file = tmp_path / "math.jsonl"
+    server = Server("math", "--workers", "2", "--tasks-file", str(tasks_file))
+    try:
+        out = harness("gyms", "check", "openenv", "-o", f"url={server.url}", "-o", f"tasks={tasks_file}",
+                      "--limit", "3", "--workers", "2", timeout=300)  # fmt: skip
+        without = harness("gyms", "check", "openenv", "-o", f"url={server.url}", "-o", "size=2", timeout=120)
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    assert out.returncode == 0 and "PASS gym openenv" in out.stdout, out.stdout + out.stderr
+    assert without.returncode == 0 and "gave no candidates" in without.stdout, without.stdout + without.stderr
+    assert "4 checks" in without.stdout  # the garbage answers, two per task, failed as they must
+
+
