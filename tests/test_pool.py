@@ -123,3 +123,29 @@ def test_default_size_is_the_core_count():
     assert default_workers() >= 1
     with pytest.raises(ValueError, match="at least one worker"):
         GymPool(workers=-1)
+
+
+def test_an_episode_that_stays_on_its_worker_runs_every_turn_there():
+    from toy_gyms import StickyGym
+
+    gym = StickyGym(max_turns=10)
+    with GymPool(workers=2, step_timeout_s=1.0) as pool:
+        # Two episodes, one per worker (each first step keeps its worker busy a moment).
+        calls = [f.result() for f in [pool.submit(gym.open(task), "sleep:0.2") for task in gym.tasks()[:2]]]
+        assert calls[0].worker != calls[1].worker
+        for _ in range(6):  # both turns queued at once: each must wait for its own worker
+            calls = [f.result() for f in [pool.submit(call.episode, "sleep:0.05") for call in calls]]
+            assert [c.result.outcome for c in calls] == [Outcome.FAIL, Outcome.FAIL], [c.result for c in calls]
+
+
+def test_close_episode_empties_the_worker_that_held_it():
+    from toy_gyms import StickyGym
+
+    gym = StickyGym(max_turns=10)
+    with GymPool(workers=1, step_timeout_s=1.0) as pool:
+        opened = [pool.step(gym.open(task), "wrong") for task in gym.tasks()[:3]]
+        assert pool.step(opened[0].episode, "held").result.info["held"] == sorted(c.episode.key for c in opened)
+        pool.close_episode(opened[1].episode)
+        held = pool.step(opened[0].episode, "held").result.info["held"]
+        assert held == sorted([opened[0].episode.key, opened[2].episode.key])
+        assert pool.stats.calls == 5  # the close was no step

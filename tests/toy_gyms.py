@@ -227,3 +227,40 @@ class FilesGym(ToyGym):
             if any(uid in r for r in uids) or f"3600.{self.tag}".encode() in cmdline:
                 found.append(int(entry.name))
         return found
+
+
+_held: set[str] = set()  # keys of the StickyEpisodes this worker process holds open
+
+
+class StickyEpisode(ToyEpisode):
+    """Keeps state in its worker's process between turns, as a connection would
+    (`stays_on_worker`): the first step opens it there; later steps fail as `error` unless they
+    run where it is. `held` reports what the worker holds; closing removes it there."""
+
+    stays_on_worker = True
+
+    def __init__(self, task: Task, max_turns: int) -> None:
+        super().__init__(task, max_turns)
+        self.key = f"{os.getpid()}-{random.randrange(10**12)}"
+
+    def evaluate(self, action: str) -> Verdict:
+        if self.turn == 1:
+            _held.add(self.key)
+        elif self.key not in _held:
+            return Verdict(0.0, Outcome.ERROR, "its state is not in this worker", {"pid": os.getpid()})
+        if action == "held":
+            return Verdict(0.0, Outcome.FAIL, "held", {"pid": os.getpid(), "held": sorted(_held)})
+        verdict = super().evaluate(action)
+        if verdict.outcome is not Outcome.FAIL or self.turn >= self.max_turns:
+            _held.discard(self.key)
+        return verdict
+
+    def close(self) -> None:
+        _held.discard(self.key)
+
+
+class StickyGym(ToyGym):
+    name = "sticky"
+
+    def open(self, task: Task) -> Episode:
+        return StickyEpisode(task, self.max_turns)
