@@ -9,6 +9,7 @@ hanging.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import signal
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import harness, needs_icarus, requires
+from conftest import harness, needs_icarus, requires, with_path
 
 from gyms import make
 
@@ -278,7 +279,8 @@ def test_benchmark_through_openenv_agrees_with_the_gym_in_process(tmp_path):
 
 def test_an_unreachable_server_is_one_clear_line_and_a_dead_one_an_error_outcome(tmp_path):
     out = harness("gyms", "check", "openenv", "-o", "url=http://127.0.0.1:9", timeout=60)
-    assert out.returncode == 2 and "127.0.0.1:9" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "http://127.0.0.1:9 cannot be reached" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
 
     from gyms.pool import GymPool
 
@@ -311,3 +313,38 @@ def test_conformance_check_through_openenv(tmp_path):
     assert "4 checks" in without.stdout  # the garbage answers, two per task, failed as they must
 
 
+
+
+def test_a_foreign_openenv_server_through_the_openenv_gym_and_its_schema_errors():
+    """Not heavygym's server: the answer's field is read from its /schema, the prompt field is
+    named, and an answer outside heavygym's schema (a reward above 1) is an error outcome."""
+    from gyms.pool import GymPool
+
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "openenv_foreign:app", "--port", "0"],
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **with_path()})  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if found := re.search(r"running on (http://\S+)", line):
+                break
+        else:
+            raise AssertionError("the foreign server did not start")
+        url = found[1]
+        with pytest.raises(ValueError, match="no text field 'prompt'.*its fields: text"):
+            make("openenv", url=url, size="1").tasks()
+        gym = make("openenv", url=url, size="2", prompt_field="text")
+        tasks = gym.tasks()
+        assert [t.prompt for t in tasks] == ["say something (0)", "say something (1)"]
+        with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
+            paid = pool.step(gym.open(tasks[0]), "reward:1").result
+            unpaid = pool.step(gym.open(tasks[0]), "reward:0.25").result
+            forged = pool.step(gym.open(tasks[1]), "reward:2").result
+            wordy = pool.step(gym.open(tasks[1]), "reward:lots").result
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert (paid.outcome.value, paid.reward, paid.observation) == ("pass", 1.0, "you said reward:1")
+    assert (unpaid.outcome.value, unpaid.reward, unpaid.done) == ("fail", 0.25, True)  # the server ended it
+    # a reward above 1; a step the server itself fails on (its Observation refuses the reward)
+    for bad, shown in ((forged, "reward 2.0 is not a number in [0, 1]"), (wordy, "Server error: Invalid message")):
+        assert bad.outcome.value == "error" and bad.reward == 0.0 and shown in bad.observation, bad

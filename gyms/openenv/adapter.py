@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -262,6 +263,11 @@ def _action_field(url: str) -> str:
     schema_url = url.replace("ws://", "http://").replace("wss://", "https://") + "/schema"
     try:
         response = requests.get(schema_url, timeout=_CONNECT_TIMEOUT_S)
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        errno = re.search(r"\[Errno -?\d+\] [^'\")]+", str(exc))
+        raise ConnectionError(f"openenv server {url} cannot be reached ({errno[0] if errno else type(exc).__name__}): "
+                              "is it running there? (harness serve prints its address)") from None  # fmt: skip
+    try:
         response.raise_for_status()
         properties = response.json()["action"].get("properties", {})
     except (requests.RequestException, ValueError, KeyError, AttributeError, TypeError) as exc:
