@@ -196,7 +196,8 @@ class Gym(ABC):
     version: ClassVar[str] = "0"
     max_turns: int = 1
     step_timeout_s: float = 10.0  # the longest one step may take; the host allows a margin on top
-    required_options: ClassVar[tuple[str, ...]] = ()  # options without a default (a server's url)
+    # Options without a default, for `harness gyms list` ("url|app": either one of the two).
+    required_options: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def tasks(self, split: str = "train") -> Sequence[Task]:

@@ -73,9 +73,11 @@ def gyms_list(
     for name in [only] if only else entries:
         source = entries[name].distribution if name in entries else "-"  # "-": a module:Class name
         try:
-            needed = [o for o in load_class(name).required_options if o not in parse_options(gym_option)]
+            given = parse_options(gym_option)
+            needed = [o.split("|") for o in load_class(name).required_options if not set(o.split("|")) & set(given)]
             if needed:  # a gym of someone else's data or server: nothing to show without it
-                table.add_row(name, "-", "-", f"[yellow]needs[/] {escape(' '.join(f'-o {o}=...' for o in needed))}", source)
+                ask = "; ".join(" or ".join(f"-o {o}=..." for o in either) for either in needed)
+                table.add_row(name, "-", "-", f"[yellow]needs[/] {escape(ask)}", source)
                 continue
             gym = make(name, **parse_options(gym_option))
             tools = gym.tools()

@@ -315,36 +315,39 @@ def test_conformance_check_through_openenv(tmp_path):
 
 
 
-def test_a_foreign_openenv_server_through_the_openenv_gym_and_its_schema_errors():
-    """Not heavygym's server: the answer's field is read from its /schema, the prompt field is
-    named, and an answer outside heavygym's schema (a reward above 1) is an error outcome."""
+def test_a_foreign_openenv_app_through_the_openenv_gym_and_its_schema_errors(monkeypatch):
+    """Not heavygym's server: an installed environment's app (`-o app=`), served by the gym on a
+    loopback port; the answer's field is read from its /schema, the prompt field is named, and
+    answers outside heavygym's schema (a reward above 1, a step the server fails) are errors."""
     from gyms.pool import GymPool
 
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "openenv_foreign:app", "--port", "0"],
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **with_path()})  # fmt: skip
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if found := re.search(r"running on (http://\S+)", line):
-                break
-        else:
-            raise AssertionError("the foreign server did not start")
-        url = found[1]
-        with pytest.raises(ValueError, match="no text field 'prompt'.*its fields: text"):
-            make("openenv", url=url, size="1").tasks()
-        gym = make("openenv", url=url, size="2", prompt_field="text")
-        tasks = gym.tasks()
-        assert [t.prompt for t in tasks] == ["say something (0)", "say something (1)"]
-        with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
-            paid = pool.step(gym.open(tasks[0]), "reward:1").result
-            unpaid = pool.step(gym.open(tasks[0]), "reward:0.25").result
-            forged = pool.step(gym.open(tasks[1]), "reward:2").result
-            wordy = pool.step(gym.open(tasks[1]), "reward:lots").result
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    monkeypatch.setenv("PYTHONPATH", with_path()["PYTHONPATH"])  # where openenv_foreign lives
+    with pytest.raises(ValueError, match="no text field 'prompt'.*its fields: text"):
+        make("openenv", app="openenv_foreign:app", size="1").tasks()
+    gym = make("openenv", app="openenv_foreign:app", size="2", prompt_field="text")
+    tasks = gym.tasks()
+    assert gym.url.startswith("http://127.0.0.1:") and gym.describe()["app"] == "openenv_foreign:app"
+    assert [t.prompt for t in tasks] == ["say something (0)", "say something (1)"]
+    with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
+        paid = pool.step(gym.open(tasks[0]), "reward:1").result
+        unpaid = pool.step(gym.open(tasks[0]), "reward:0.25").result
+        forged = pool.step(gym.open(tasks[1]), "reward:2").result
+        wordy = pool.step(gym.open(tasks[1]), "reward:lots").result
     assert (paid.outcome.value, paid.reward, paid.observation) == ("pass", 1.0, "you said reward:1")
     assert (unpaid.outcome.value, unpaid.reward, unpaid.done) == ("fail", 0.25, True)  # the server ended it
     # a reward above 1; a step the server itself fails on (its Observation refuses the reward)
     for bad, shown in ((forged, "reward 2.0 is not a number in [0, 1]"), (wordy, "Server error: Invalid message")):
         assert bad.outcome.value == "error" and bad.reward == 0.0 and shown in bad.observation, bad
+    out = harness("benchmark", "--gym", "openenv", "-o", "app=no_such_module:app", timeout=60)
+    assert out.returncode == 2 and 'Could not import module "no_such_module"' in out.stderr, out.stderr
+
+
+def test_a_real_policy_without_candidates_through_openenv(tmp_path, math_server):
+    """No tasks file, no known answers: the tiny model answers, the served gym judges."""
+    out = harness("benchmark", "--gym", "openenv", "-o", f"url={math_server.url}", "-o", "size=4",
+                  "--policy", "tiny", "--mode", "sync", "--steps", "2", "--batch", "1", "--group", "2",
+                  "--results", str(tmp_path), "--json", timeout=600)  # fmt: skip
+    summary = summary_of(out)
+    figures = summary["modes"]["sync"]
+    assert summary["emulated"] is False and figures["accounting"]["balanced"]
+    assert figures["accounting"]["errored"] == 0 and figures["accounting"]["trained"] >= 4

@@ -2,6 +2,7 @@
 
     harness benchmark --gym openenv -o url=http://127.0.0.1:8000 -o tasks=tasks.jsonl
     harness gyms check openenv -o url=http://127.0.0.1:8000 -o tasks=tasks.jsonl
+    harness benchmark --gym openenv -o app=echo_env.server.app:app -o size=8 --policy tiny
 
 A task is a set of reset arguments. `tasks=FILE.jsonl` lists them, one JSON object a line:
 
@@ -29,7 +30,11 @@ from __future__ import annotations
 import json
 import random
 import re
+import subprocess
+import sys
+import threading
 import uuid
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +107,9 @@ class OpenEnvEpisode(Episode):
         except (RemoteError, ConnectionError, TimeoutError, OSError, RuntimeError, ValueError) as exc:
             self._end()
             why = f"timed out after {self.remote.timeout_s:g} s" if isinstance(exc, TimeoutError) else str(exc)
+            if "CAPACITY_REACHED" in why:
+                why += ("; every session of the server is taken: serve more (harness serve --max-sessions) "
+                        "than the episodes a run keeps open (batch x group)")  # fmt: skip
             return Verdict(0.0, Outcome.ERROR, f"openenv server {self.remote.url}: {why}", {"error": why})
         if result.done or verdict.outcome is not Outcome.FAIL:
             self._end()
@@ -118,13 +126,7 @@ class OpenEnvEpisode(Episode):
             return client
         if self.turn > 1:
             raise RemoteError("the episode's session was lost with the gym worker that held it")
-        try:
-            client = _client(self.remote)
-        except RuntimeError as exc:
-            if "CAPACITY_REACHED" in str(exc):
-                raise RemoteError(f"{exc}: every session of the server is taken; serve more "
-                                  "(harness serve --max-sessions) than the episodes you keep open (batch x group)") from None  # fmt: skip
-            raise
+        client = _client(self.remote)
         _sessions[self.key] = client
         started = _prompt(self.remote, client.reset(**self.task.metadata["reset"]).observation)
         if started != self.task.prompt:
@@ -162,17 +164,19 @@ class OpenEnvEpisode(Episode):
 
 
 class OpenEnvGym(Gym):
-    """Options: `url` (the server), `tasks` (a JSONL file) or `size` (seeds 0..size-1; default
+    """Options: `url` (the server) or `app` (an installed environment's ASGI app, MODULE:ATTRIBUTE,
+    served here on a loopback port while the gym lives), `tasks` (a JSONL file) or `size` (seeds 0..size-1; default
     16), `action_field`, `prompt_field` (default prompt), `max_turns` (default: the reset's
     `max_turns` metadata, else 1), `step_timeout_s` (default 60), `pass_reward` (default 1)."""
 
     name = "openenv"
     version = "0.1.0"
-    required_options = ("url",)
+    required_options = ("url|app",)
 
     def __init__(
         self,
         url: str = "",
+        app: str = "",
         tasks: str = "",
         size: int | str = 16,
         action_field: str = "",
@@ -181,10 +185,16 @@ class OpenEnvGym(Gym):
         step_timeout_s: float | str = 60.0,
         pass_reward: float | str = 1.0,
     ) -> None:
-        if not url.startswith(("http://", "https://", "ws://", "wss://")):
-            raise ValueError(f"openenv gym option url={url!r}: give the server's address, "
-                             "-o url=http://HOST:PORT (harness serve prints it)")  # fmt: skip
+        if bool(url) == bool(app):
+            raise ValueError("openenv gym: give the server's address, -o url=http://HOST:PORT (harness serve "
+                             "prints it), or an installed environment's app, -o app=MODULE:ATTRIBUTE; one of the two")  # fmt: skip
+        if url and not url.startswith(("http://", "https://", "ws://", "wss://")):
+            raise ValueError(f"openenv gym option url={url!r}: give the server's address, -o url=http://HOST:PORT")
+        if app and not re.fullmatch(r"[\w.]+:[\w.]+", app):
+            raise ValueError(f"openenv gym option app={app!r}: name the environment's ASGI app as MODULE:ATTRIBUTE, "
+                             "e.g. -o app=echo_env.server.app:app")  # fmt: skip
         self.url = url.rstrip("/")
+        self.app = app
         self.tasks_file = Path(tasks) if tasks else None
         self.size = _OPTIONS.whole("size", size, 1)
         self._action_field = action_field
@@ -210,6 +220,8 @@ class OpenEnvGym(Gym):
         if split != "train":
             raise ValueError(f"the openenv gym has one split, train (the server's tasks); got {split!r}")
         if self._tasks is None:
+            if self.app and not self.url:  # started here, not at construction: Ray's actors make the gym too
+                self.url = _serve_app(self)
             entries = _read_tasks(self.tasks_file) if self.tasks_file else [
                 {"id": f"seed-{k}", "reset": {"seed": k}, "candidates": []} for k in range(self.size)]  # fmt: skip
             self._action_field = self._action_field or _action_field(self.url)
@@ -230,7 +242,7 @@ class OpenEnvGym(Gym):
         return [ToolCheck("openenv", True, openenv.__version__)]
 
     def describe(self) -> dict[str, str]:
-        return {**super().describe(), "url": self.url}
+        return {**super().describe(), "url": self.url, **({"app": self.app} if self.app else {})}
 
     def _reset_each(self, entries: list[dict[str, Any]]) -> list[Task]:
         """Reset every task once, on one session, to read its prompt (and the server's max_turns)."""
@@ -254,6 +266,35 @@ class OpenEnvGym(Gym):
         finally:
             client.close()
         return tasks
+
+
+def _serve_app(gym: OpenEnvGym) -> str:
+    """Serve an installed OpenEnv environment's app on a loopback port, for as long as `gym`
+    lives (or this process does); its address."""
+    process = subprocess.Popen([sys.executable, "-m", "uvicorn", gym.app, "--host", "127.0.0.1", "--port", "0",
+                                "--log-level", "info"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)  # fmt: skip
+    assert process.stderr is not None
+    said = []
+    for line in process.stderr:  # uvicorn names the port it bound once it serves
+        said.append(line.rstrip())
+        if found := re.search(r"running on (http://\S+)", line):
+            break
+    else:
+        process.wait()
+        raise ValueError(f"openenv gym option app={gym.app!r}: uvicorn could not serve it: "
+                         f"{said[-1] if said else f'exit code {process.returncode}'}")  # fmt: skip
+    threading.Thread(target=process.stderr.read, daemon=True).start()  # keep reading: a full pipe would stall it
+    weakref.finalize(gym, _stop, process)
+    return found[1]
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _action_field(url: str) -> str:
