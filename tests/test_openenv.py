@@ -351,3 +351,16 @@ def test_a_real_policy_without_candidates_through_openenv(tmp_path, math_server)
     figures = summary["modes"]["sync"]
     assert summary["emulated"] is False and figures["accounting"]["balanced"]
     assert figures["accounting"]["errored"] == 0 and figures["accounting"]["trained"] >= 4
+
+
+@pytest.mark.parametrize("line, says", [
+    ('{"reset": {"seed": 1}}\n{not json', ":2: not JSON"),
+    ('{"id": "a", "reset": {}}\n{"id": "a", "reset": {}}', ":2: id 'a' is not a string or repeats"),
+    ('{"reset": [1]}', ":1: a task is an object with \"reset\""),
+    ('{"reset": {}, "candidates": [{"action": "x", "expect": "maybe"}]}', ":1: a candidate needs a string action"),
+])  # fmt: skip
+def test_a_bad_tasks_file_is_one_line_naming_the_line(tmp_path, line, says):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(line + "\n")
+    out = harness("gyms", "check", "openenv", "-o", "url=http://127.0.0.1:9", "-o", f"tasks={tasks}", timeout=60)
+    assert out.returncode == 2 and f"{tasks}{says}" in out.stderr and "Traceback" not in out.stderr, out.stderr

@@ -145,8 +145,8 @@ class OpenEnvEpisode(Episode):
             outcome = "pass" if reward >= self.remote.pass_reward else "fail"
         if outcome not in ("pass", "fail", "error"):
             raise RemoteError(f"outcome {outcome!r} is not one of pass, fail, error")
-        if outcome == "fail" and reward >= 1.0:
-            raise RemoteError(f"a fail with reward {reward}: reward 1 is a pass")
+        if (outcome == "fail") == (reward >= 1.0) and outcome != "error":
+            raise RemoteError(f"a {outcome} with reward {reward}: a pass pays 1, a fail less")
         info = dict(metadata.get("info") or {}) if isinstance(metadata.get("info"), Mapping) else {}
         for key in ("service_s", "queue_wait_s"):  # the server's own timing, where it gives it
             if key in metadata:
