@@ -19,13 +19,12 @@ one runs on the gym itself, so the full limit is seen to end a hang within the s
 from __future__ import annotations
 
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from gyms.base import Candidate, Gym, Outcome, Task
+from gyms.base import Candidate, Gym, Outcome
 from gyms.pool import GymPool, StepCall
 
 # Actions no gym should choke on: they must get a plain `fail` with feedback.
@@ -131,18 +130,27 @@ def check_gym(
     with GymPool(workers, step_timeout_s=gym.step_timeout_s) as pool:
         # A window of steps in flight, each episode closed once judged: a gym whose open episodes
         # hold something scarce (the openenv gym: a server's sessions) never holds more than that.
-        futures: deque[tuple[Task, Candidate, float, Future[StepCall]]] = deque()
-        for number, (task, c) in enumerate(planned, 1):
-            runner = short if c.expect == "timeout" and c is not hangs[0] else gym
-            futures.append((task, c, runner.step_timeout_s, pool.submit(runner.open(task), c.action)))
-            while futures and (len(futures) > 2 * pool.workers or number == len(planned)):
-                task_done, candidate, timeout_s, future = futures.popleft()
+        # The window refills as any step ends, so one hang does not idle the other workers.
+        pending: dict[Future[StepCall], tuple[int, str, Candidate, float]] = {}
+        judged: dict[int, CheckResult] = {}
+
+        def judge(done: set[Future[StepCall]]) -> None:
+            for future in done:
+                number, task_id, candidate, timeout_s = pending.pop(future)
                 call = future.result()
                 pool.close_episode(call.episode)
-                result = _judge(task_done.id, candidate, call, timeout_s)
-                report.checks.append(result)
+                judged[number] = _judge(task_id, candidate, call, timeout_s)
                 if on_check is not None:
-                    on_check(result)
+                    on_check(judged[number])
+
+        for number, (task, c) in enumerate(planned):
+            runner = short if c.expect == "timeout" and c is not hangs[0] else gym
+            pending[pool.submit(runner.open(task), c.action)] = (number, task.id, c, runner.step_timeout_s)
+            while len(pending) > 2 * pool.workers:
+                judge(wait(pending, return_when=FIRST_COMPLETED).done)
+        while pending:
+            judge(wait(pending, return_when=FIRST_COMPLETED).done)
+        report.checks += [judged[number] for number in sorted(judged)]  # in plan order, as listed
     if hangs and all(c.status == "not applicable" for c in report.checks if c.expect == "timeout"):
         report.notes.append("no non-terminating candidate reached the stage it exercises: the timeout was not exercised")
     return report
