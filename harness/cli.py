@@ -74,12 +74,12 @@ def gyms_list(
         source = entries[name].distribution if name in entries else "-"  # "-": a module:Class name
         try:
             given = parse_options(gym_option)
-            needed = [o.split("|") for o in load_class(name).required_options if not set(o.split("|")) & set(given)]
+            needed = [either for o in load_class(name).required_options if not set(either := o.split("|")) & set(given)]
             if needed:  # a gym of someone else's data or server: nothing to show without it
                 ask = "; ".join(" or ".join(f"-o {o}=..." for o in either) for either in needed)
                 table.add_row(name, "-", "-", f"[yellow]needs[/] {escape(ask)}", source)
                 continue
-            gym = make(name, **parse_options(gym_option))
+            gym = make(name, **given)
             tools = gym.tools()
             missing = [t for t in tools if not t.available]
             status = (

@@ -310,12 +310,13 @@ def _action_field(url: str) -> str:
                               "is it running there? (harness serve prints its address)") from None  # fmt: skip
     try:
         response.raise_for_status()
-        properties = response.json()["action"].get("properties", {})
+        action = response.json()["action"]
+        properties = action.get("properties", {})
     except (requests.RequestException, ValueError, KeyError, AttributeError, TypeError) as exc:
         raise ConnectionError(f"openenv server {url}: its /schema could not be read ({exc}); "
                               "name the action's text field with -o action_field=") from None  # fmt: skip
     texts = [name for name, p in properties.items() if name != "metadata" and p.get("type") == "string"]
-    required = [name for name in texts if name in response.json()["action"].get("required", [])]
+    required = [name for name in texts if name in action.get("required", [])]
     if len(required or texts) != 1:
         raise ValueError(f"openenv server {url}: the action has text fields {texts or 'none'}; "
                          "name the one the answer goes in with -o action_field=")  # fmt: skip
