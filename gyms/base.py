@@ -12,6 +12,7 @@ to artifacts, not their bytes) and do not hold the `Gym` itself in it.
 from __future__ import annotations
 
 import random
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -120,6 +121,16 @@ class EpisodeFinishedError(RuntimeError):
     pass
 
 
+class InfrastructureError(Exception):
+    """A fault that does not depend on the answer: a tool is missing, the sandbox cannot start,
+    the task's own files fail. Raised from `Episode.evaluate`, it ends the step as an `error`
+    (kept out of the loss). Any other exception there is the answer's `fail` (see `Episode.step`)."""
+
+
+# `StepResult.info` key of a step whose checker raised on the answer: the exception, for the record.
+GYM_EXCEPTION = "gym_exception"
+
+
 class Episode(ABC):
     """One attempt at one task, over at most `max_turns` steps.
 
@@ -145,7 +156,8 @@ class Episode(ABC):
 
     @abstractmethod
     def evaluate(self, action: str) -> Verdict:
-        """Check one action of the model. Must not raise for bad actions: return a FAIL."""
+        """Check one action of the model: return a FAIL for a bad one, raise `InfrastructureError`
+        for a fault that is not the answer's."""
 
     def step(self, action: str) -> StepResult:
         if self.done:
@@ -161,7 +173,7 @@ class Episode(ABC):
             feedback = f"The answer is {size:,} bytes; the limit is {self.max_answer_bytes:,}. Answer again, shorter."
             verdict = Verdict(0.0, Outcome.FAIL, feedback, {"answer_bytes": size})
         else:
-            verdict = self.evaluate(action)
+            verdict = self._judge(action)
         terminated = verdict.outcome is not Outcome.FAIL
         truncated = not terminated and self.turn >= self.max_turns
         self.done = terminated or truncated
@@ -174,6 +186,22 @@ class Episode(ABC):
             turn=self.turn,
             info=dict(verdict.info),
         )
+
+    def _judge(self, action: str) -> Verdict:
+        """`evaluate`, where only the infrastructure makes an `error`. An answer that makes the
+        checker raise would otherwise leave the loss (a policy could learn to hide its failures
+        that way), so it fails; the exception is kept in `info`, and the pool counts it, so the
+        gym's bug is still seen."""
+        try:
+            return self.evaluate(action)
+        except InfrastructureError as exc:
+            return Verdict(0.0, Outcome.ERROR, f"internal error: {exc}", {"error": str(exc)})
+        except Exception as exc:
+            place = traceback.extract_tb(exc.__traceback__)[-1]
+            raised = f"{type(exc).__name__}: {str(exc)[:500]} (at {place.filename}:{place.lineno})"
+            feedback = (f"Your answer could not be checked: the checker failed on it ({type(exc).__name__}). "
+                        "Answer again in the form the task asks for.")  # fmt: skip
+            return Verdict(0.0, Outcome.FAIL, feedback, {GYM_EXCEPTION: raised})
 
     def close(self) -> None:
         """Release the episode's artifacts (work directories). Safe to call twice."""

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from gyms.base import Candidate, Gym, Outcome
+from gyms.base import GYM_EXCEPTION, Candidate, Gym, Outcome
 from gyms.pool import GymPool, StepCall
 
 # Actions no gym should choke on: they must get a plain `fail` with feedback.
@@ -161,6 +161,8 @@ def _judge(task_id: str, candidate: Candidate, call: StepCall, timeout_s: float)
     problem = not_applicable = None
     if res.outcome is Outcome.ERROR:
         problem = f"infrastructure error: {res.info.get('error', res.observation)}"
+    elif GYM_EXCEPTION in res.info:  # a fail all the same, but a bug in the gym's own code
+        problem = f"the gym raised on it: {res.info[GYM_EXCEPTION]}"
     elif candidate.expect == "pass" and (res.outcome is not Outcome.PASS or res.reward != 1.0):
         problem = f"expected a pass with reward 1, got {res.outcome.value} with reward {res.reward:g}"
     elif candidate.expect != "pass" and res.outcome is Outcome.PASS:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Generic, Self, TypeVar
 
-from gyms.base import Episode, Outcome, StepResult
+from gyms.base import GYM_EXCEPTION, Episode, Outcome, StepResult
 from gyms.sandbox import Workdir, kill_sandboxes_of, remove_workdirs_of
 
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
@@ -82,6 +82,7 @@ class StepCall:
 class PoolStats:
     calls: int = 0
     errors: int = 0
+    gym_exceptions: int = 0  # steps whose checker raised on the answer (a fail, but a gym bug to look at)
     restarts: int = 0
     busy_s: list[float] = field(default_factory=list)  # service seconds per worker slot
 
@@ -360,6 +361,8 @@ class SlotPool(ABC, Generic[W]):
         self.stats.busy_s[slot] += busy_s
         if result.outcome is Outcome.ERROR:
             self.stats.errors += 1
+        if GYM_EXCEPTION in result.info:
+            self.stats.gym_exceptions += 1
         if dead:
             self.stats.restarts += 1
         if not result.done:

@@ -62,13 +62,14 @@ from pathlib import Path
 from typing import IO
 
 from gyms import hostfs
+from gyms.base import InfrastructureError
 
 # Host uids handed to sandboxes when running as root: far above any real account.
 _UID_BASE = 1_000_000
 _uid_counter = itertools.count()
 
 
-class SandboxError(RuntimeError):
+class SandboxError(InfrastructureError):
     """The sandbox itself failed (not the sandboxed program): an infrastructure error."""
 
 

@@ -180,6 +180,9 @@ def _measure(
                     w.block["modes"][mode] = repeat["modes"][mode]
             if {"sync", "async"} <= set(repeat["modes"]):
                 repeat["comparison"] = compare(repeat["modes"]["sync"], repeat["modes"]["async"])
+    # Steps whose checker raised on the answer are fails, but each is a bug in the gym to look at.
+    w.block["gym_pool"] = {"calls": pool.stats.calls, "errors": pool.stats.errors,
+                           "gym_exceptions": pool.stats.gym_exceptions, "restarts": pool.stats.restarts}  # fmt: skip
     _means(w.block)
     w.block["bias"] = {mode: bias.audit(f) for mode, f in fates.items()}
 

@@ -317,6 +317,10 @@ def benchmark(
         )
         if summary.get("bias", {}).get(name):
             console.print(f"{name}: {_bias_line(summary['bias'][name])}")
+    raised = summary.get("gym_pool", {}).get("gym_exceptions", 0)
+    if raised:
+        console.print(f"[yellow]warning:[/] the gym raised on {raised} answer(s); they count as fails, but each is a "
+                      "bug in the gym: look for info['gym_exception'] (harness gyms step shows one answer's)")  # fmt: skip
     if summary["emulated"]:
         console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
                       f"{summary['profile']['name']}: {summary['profile']['description']}; placement "

@@ -119,12 +119,12 @@ def test_admission_control_bounds_groups_in_flight():
 
 class BrokenEpisodeGym(ToyGym):
     def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
-        return [Candidate("raise", "pass", "reference")]
+        return [Candidate("infra", "pass", "reference")]
 
 
 def test_a_gym_that_always_errors_fails_the_run_instead_of_hanging(pool):
     gym = BrokenEpisodeGym(tasks=2)
-    with pytest.raises(PipelineFailure, match="infrastructure errors.*a bug in the gym"):
+    with pytest.raises(PipelineFailure, match="infrastructure errors.*the checker's tool is missing"):
         run(gym, ReplayPolicy(gym, ZERO, skill=1.0), pool, RunConfig(mode="async", steps=3, batch_groups=1))
 
 

@@ -8,6 +8,7 @@ import pytest
 from toy_gyms import ToyGym
 
 from gyms import EpisodeFinishedError, Outcome, Task
+from gyms.base import GYM_EXCEPTION
 from gyms.pool import GymPool, default_workers
 
 
@@ -43,8 +44,8 @@ def test_how_an_episode_ended_comes_back_from_the_worker(gym, pool):
     assert (last.turn, last.terminated, last.truncated, last.done) == (3, False, True, True)
     passed = pool.step(gym.open(gym.tasks()[0]), "pass").result
     assert (passed.terminated, passed.truncated) == (True, False)
-    # errors the pool makes up (a gym that raised, a worker that died) end the episode as terminated
-    for action in ("raise", "crash"):
+    # errors the pool makes up (a result that cannot come back, a worker that died) end the episode as terminated
+    for action in ("unpicklable", "crash"):
         error = pool.step(gym.open(gym.tasks()[0]), action)
         assert error.result.outcome is Outcome.ERROR and error.episode.done
         assert (error.result.terminated, error.result.truncated) == (True, False)
@@ -92,18 +93,30 @@ def test_a_hung_step_hits_the_host_timeout(gym):
         assert pool.step(gym.open(gym.tasks()[0]), "pass").result.outcome is Outcome.PASS
 
 
-def test_a_gym_exception_is_an_error_with_the_traceback(gym, pool):
+def test_a_gym_that_raises_on_an_answer_fails_it_and_records_the_exception(gym, pool):
+    # Only the infrastructure makes an error: an answer that makes the checker raise must not
+    # leave the loss, and the exception stays on record for the gym's author.
     call = pool.step(gym.open(gym.tasks()[0]), "raise")
-    assert call.result.outcome is Outcome.ERROR
-    assert "a bug in the gym" in call.result.info["error"]
+    assert call.result.outcome is Outcome.FAIL and not call.result.done  # a fail like any other: turns are left
+    assert call.result.info[GYM_EXCEPTION].startswith("RuntimeError: a bug in the gym (at ")
+    assert "could not be checked" in call.result.observation and "RuntimeError" in call.result.observation
     assert "Traceback" not in call.result.observation  # the model sees one readable line
 
 
-def test_stats_count_calls_errors_and_busy_time(gym):
+def test_an_infrastructure_error_or_a_result_that_cannot_travel_is_an_error(gym, pool):
+    infra = pool.step(gym.open(gym.tasks()[0]), "infra").result
+    assert infra.outcome is Outcome.ERROR and infra.info["error"] == "the checker's tool is missing"
+    assert GYM_EXCEPTION not in infra.info
+    stuck = pool.step(gym.open(gym.tasks()[0]), "unpicklable").result
+    assert stuck.outcome is Outcome.ERROR and "the gym raised during the step" in stuck.info["error"]
+    assert "Traceback" not in stuck.observation
+
+
+def test_stats_count_calls_errors_gym_exceptions_and_busy_time(gym):
     with GymPool(workers=2, step_timeout_s=1.0) as pool:
-        for action in ["pass", "wrong", "raise"]:
+        for action in ["pass", "wrong", "raise", "infra"]:
             pool.step(gym.open(gym.tasks()[0]), action)
-        assert pool.stats.calls == 3 and pool.stats.errors == 1
+        assert pool.stats.calls == 4 and pool.stats.errors == 1 and pool.stats.gym_exceptions == 1
         assert sum(pool.stats.busy_s) > 0
 
 

@@ -24,6 +24,7 @@ from recording_policy import RecordingReplay
 from toy_gyms import FilesGym
 
 from gyms import Outcome
+from gyms.base import GYM_EXCEPTION
 from gyms.executors import make_pool
 from gyms.pool import GymPoolBroken
 from gyms.ray_pool import RayGymPool
@@ -154,8 +155,9 @@ def test_a_crash_or_a_hang_replaces_the_worker_and_a_gym_bug_does_not(cluster):
         # host timeout: 0.1 s x 1.5 + 5 s
         actions = ("raise", "crash", "sleep:30", "pass")
         raised, crashed, hung, after = [pool.step(gym.open(gym.tasks()[0]), a) for a in actions]
-        restarts = pool.stats.restarts
-    assert raised.result.outcome is Outcome.ERROR and "a bug in the gym" in raised.result.info["error"]
+        restarts, gym_exceptions = pool.stats.restarts, pool.stats.gym_exceptions
+    assert raised.result.outcome is Outcome.FAIL and "a bug in the gym" in raised.result.info[GYM_EXCEPTION]
+    assert gym_exceptions == 1
     assert crashed.result.outcome is Outcome.ERROR and "died" in crashed.result.info["error"]
     assert hung.result.outcome is Outcome.ERROR and "host timeout" in hung.result.info["error"]
     assert after.result.outcome is Outcome.PASS

@@ -7,7 +7,7 @@ import random
 import time
 from pathlib import Path
 
-from gyms import Candidate, Episode, Gym, Outcome, Task, Verdict, hostfs
+from gyms import Candidate, Episode, Gym, InfrastructureError, Outcome, Task, Verdict, hostfs
 from gyms.sandbox import _OWNER_NAME, Limits, Sandbox, Workdir, shm_root, uids_of
 
 _kept: list = []  # sandboxed processes this worker started and keeps running
@@ -15,8 +15,10 @@ _warm: dict[str, tuple[Workdir, object]] = {}  # tag -> this worker's warm check
 
 
 class ToyEpisode(Episode):
-    """`pass`, `fail`, `sleep:SECONDS`, `crash` (the process dies), `raise` (a gym bug),
-    `orphan:SECONDS` (starts a sandboxed `sleep SECONDS`, then the process dies)."""
+    """`pass`, `fail`, `sleep:SECONDS`, `crash` (the process dies), `raise` (a gym bug: the checker
+    raises on the answer), `infra` (an infrastructure fault: `InfrastructureError`), `unpicklable`
+    (a result that cannot travel back from the worker), `orphan:SECONDS` (starts a sandboxed
+    `sleep SECONDS`, then the process dies)."""
 
     def evaluate(self, action: str) -> Verdict:
         if action == "pass":
@@ -28,6 +30,10 @@ class ToyEpisode(Episode):
             os._exit(7)
         if action == "raise":
             raise RuntimeError("a bug in the gym")
+        if action == "infra":
+            raise InfrastructureError("the checker's tool is missing")
+        if action == "unpicklable":
+            return Verdict(0.0, Outcome.FAIL, "a result that cannot be sent", {"callback": lambda: None})
         if action.startswith("orphan:"):  # start a sandboxed process, then die without cleaning up
             _kept.append(Sandbox().popen(["sleep", action.split(":")[1]], Sandbox().workdir()))
             os._exit(7)

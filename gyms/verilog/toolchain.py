@@ -17,7 +17,7 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from gyms.base import ToolCheck
+from gyms.base import InfrastructureError, ToolCheck
 
 MIN_VERILATOR = (5, 36)  # cocotb 2.x and a working --binary need at least this
 VERILATOR_HINT = (
@@ -29,7 +29,7 @@ PYSLANG_HINT = "pip install pyslang==12.1.0"
 CCACHE_HINT = "apt-get install ccache (Verilator builds take ~6 s each without it instead of ~1.5 s)"
 
 
-class ToolMissing(RuntimeError):
+class ToolMissing(InfrastructureError):
     """A tool this configuration needs is not installed: an infrastructure error."""
 
 
