@@ -3,7 +3,8 @@
 Each gym's adversarial test (tests/test_attacks_<gym>.py) lists answers written as a reward
 hacker would and calls `assert_attacks_fail`. For every attack it asserts:
 
-* the outcome is `fail` (never `pass`, never `error`) within the gym's step timeout plus slack;
+* the outcome is `fail` (never `pass`, never `error`) within the gym's step timeout plus slack,
+  and the gym refused it by its own checks (no `info["gym_exception"]`: its code did not raise);
 * the feedback is non-empty, readable and holds no Python traceback;
 * a canary directory outside every work directory is unchanged;
 
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gyms.base import Gym, Outcome, Task
+from gyms.base import GYM_EXCEPTION, Gym, Outcome, Task
 from gyms.conformance import TIMEOUT_SLACK_S
 from gyms.pool import GymPool
 from gyms.sandbox import alive, shm_root, uids_of
@@ -105,6 +106,8 @@ def assert_attacks_fail(
             what = f"{attack.label}: {res.outcome.value} (reward {res.reward:g}) in {call.service_s:.1f} s"
             if res.outcome is not Outcome.FAIL:
                 problems.append(f"{what}; feedback: {res.observation[:300]!r}; info: {str(res.info)[:300]}")
+            elif GYM_EXCEPTION in res.info:  # a fail, but by accident: the gym's own code raised on it
+                problems.append(f"{what}: the gym raised on it: {res.info[GYM_EXCEPTION]}")
             elif call.service_s > gym.step_timeout_s + TIMEOUT_SLACK_S:
                 problems.append(f"{what}: slower than the step timeout {gym.step_timeout_s:g} s")
             elif not res.observation.strip() or "Traceback (most recent call last)" in res.observation:

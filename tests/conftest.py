@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,19 @@ def _verilog_tools() -> tuple[bool, bool]:
 _HAS_ICARUS, _HAS_VERILATOR = _verilog_tools()
 needs_icarus = requires(_HAS_ICARUS, "iverilog is not installed")
 needs_verilator = requires(_HAS_VERILATOR, "no Verilator >= 5.036")
+
+
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """`count` processes spinning on the CPU while the block runs: a loaded machine, made on purpose."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()
 
 
 def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -18,8 +18,7 @@ from gyms.conformance import check_gym
 from gyms.verilog import VerilogGym
 from gyms.verilog.candidates import answer
 from gyms.verilog.dataset_vetting import CACHE_ENV, VET_SIM_LIMIT_S
-from gyms.verilog.episode import BUILD_WALL_PER_CPU
-from gyms.verilog.gym import COMPILE_TIMEOUT_S, DATASET_MARGIN, DATASET_SIM_FLOOR_S, STEP_SLACK_S
+from gyms.verilog.gym import COMPILE_TIMEOUT_S, DATASET_MARGIN, DATASET_SIM_FLOOR_S, step_timeout
 from gyms.verilog.loaders import load_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
@@ -174,7 +173,7 @@ def test_the_vetting_is_cached_by_the_files_content(
     assert capsys.readouterr().err == ""
     assert dict(second.settings.sim_timeouts) == {"rtllm/adder_4bit": 36.0, "rtllm/parity_gen": 36.0}
     assert dict(second.settings.reference_sim_s) == {"rtllm/adder_4bit": 3.0, "rtllm/parity_gen": 3.0}
-    assert second.step_timeout_s == COMPILE_TIMEOUT_S["icarus"] * BUILD_WALL_PER_CPU + 36.0 + STEP_SLACK_S
+    assert second.step_timeout_s == step_timeout(COMPILE_TIMEOUT_S["icarus"], 36.0)
     # A changed file is another key: that task alone runs again.
     testbench = root / PARITY / "testbench.v"
     testbench.write_text(testbench.read_text().replace("k < 100", "k < 90"))
@@ -203,7 +202,7 @@ def test_the_simulation_limit_follows_the_reference_and_a_timeout_names_its_time
     reference = dict(gym.settings.reference_sim_s)[task.id]
     limit = dict(gym.settings.sim_timeouts)[task.id]
     assert 0 < reference < VET_SIM_LIMIT_S and limit == max(DATASET_SIM_FLOOR_S, round(DATASET_MARGIN * reference, 1))
-    assert gym.sim_timeout_s == limit and gym.step_timeout_s == COMPILE_TIMEOUT_S["icarus"] * BUILD_WALL_PER_CPU + limit + STEP_SLACK_S
+    assert gym.sim_timeout_s == limit and gym.step_timeout_s == step_timeout(COMPILE_TIMEOUT_S["icarus"], limit)
     (hang,) = [c for c in gym.candidates(task, random.Random(0)) if c.expect == "timeout"]
     with gym.open(task) as episode:
         result = episode.step(hang.action)

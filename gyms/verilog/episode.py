@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gyms import hostfs
-from gyms.base import Episode, Outcome, Task, Verdict
-from gyms.sandbox import Limits, Sandbox, SandboxError, SandboxRun, Workdir
+from gyms.base import GYM_EXCEPTION, Episode, Outcome, Task, Verdict
+from gyms.sandbox import Limits, Sandbox, SandboxRun, Workdir
 from gyms.verilog import cocotb_bench, replay
 from gyms.verilog.benches import DESIGN, Bench, BenchOptions, BuiltinBench, ReplayBench, VerilogEvalBench, make_bench
 from gyms.verilog.extract import MAX_SOURCE_CHARS, extract_verilog
@@ -27,7 +27,7 @@ from gyms.verilog.prebuild import ensure_warm
 from gyms.verilog.recorded import NoVerdict, Score
 from gyms.verilog.simulators import Build, Job, make_simulator
 from gyms.verilog.testbench import WAVES
-from gyms.verilog.toolchain import ToolMissing, build_env, ccache_dir, require_verilator
+from gyms.verilog.toolchain import build_env, ccache_dir, require_verilator
 
 FEEDBACK_CHARS = 2500  # compiler output beyond this is noise to the model
 CCACHE_SCRATCH = ".ccache-tmp"  # ccache's temporary files, in the turn directory
@@ -35,17 +35,23 @@ RETRY = "\nFix the design and answer with the complete module again."
 
 
 
-# A build's limit is CPU time (`compile_timeout_s` of it, counted per process), which a loaded
-# machine does not eat into; wall time only backs it up, BUILD_WALL_PER_CPU times as long. A
-# build that loops burns CPU and ends at its CPU limit whatever the load, while a correct one on
-# a machine at load 12 (6 runnable processes per core, seen under CI beside other work) took
-# more than its 30 s of wall time with a few seconds of CPU, and failed as the model's fault.
-BUILD_WALL_PER_CPU = 3.0
+# The limits on an answer's build and simulation are CPU time (`compile_timeout_s` and the
+# simulation timeout of it, counted per process), which a loaded machine does not eat into; wall
+# time only backs them up, WALL_PER_CPU times as long. A design that loops burns CPU and ends at
+# its CPU limit whatever the load, while a correct one on a machine at load 12 (6 runnable
+# processes per core, seen under CI beside other work) took more than 30 s of wall time to build
+# with a few seconds of CPU, and failed as the model's fault.
+WALL_PER_CPU = 3.0
+
+
+def cpu_limits(cpu_s: float, **limits: Any) -> Limits:
+    """`cpu_s` of CPU time, backed up by WALL_PER_CPU times as much wall time."""
+    return Limits(wall_s=cpu_s * WALL_PER_CPU, cpu_s=math.ceil(cpu_s), **limits)
 
 
 def build_limits(compile_timeout_s: float) -> Limits:
-    return Limits(wall_s=compile_timeout_s * BUILD_WALL_PER_CPU, cpu_s=math.ceil(compile_timeout_s), memory_mb=4096,
-                  processes=128)  # fmt: skip
+    return cpu_limits(compile_timeout_s, memory_mb=4096, processes=128)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -94,12 +100,6 @@ class VerilogEpisode(Episode):
             return Verdict(0.0, Outcome.ERROR, f"internal error: task {self.task.id} is excluded: {why}",
                            {"error": why, "dataset_fault": True})  # fmt: skip
         retry = RETRY if self.turn < self.max_turns else ""
-        try:
-            return self._evaluate(action, retry)
-        except (ToolMissing, SandboxError) as exc:
-            return Verdict(0.0, Outcome.ERROR, f"internal error: {exc}", {"error": str(exc)})
-
-    def _evaluate(self, action: str, retry: str) -> Verdict:
         s = self.settings
         bench = make_bench(self.task, s.bench)
         code = extract_verilog(action, bench.module)
@@ -140,7 +140,8 @@ class VerilogEpisode(Episode):
         if not built.ok:
             return self._build_failed(built, info, retry)
         ran = self._simulate(job, build)
-        info.update(stage="simulate", sim_s=round(ran.wall_s, 3), sim_log=str(_log(job, "sim.log", ran)))
+        info.update(stage="simulate", sim_s=round(ran.wall_s, 3), sim_cpu_s=round(ran.cpu_s, 3),
+                    sim_log=str(_log(job, "sim.log", ran)))
         if s.bench.waves and job.has_file(WAVES):
             info["waves"] = str(job.path / WAVES)
         score = bench.score(job, ran.stdout)
@@ -219,10 +220,8 @@ class VerilogEpisode(Episode):
 
     def _sim_limits(self) -> Limits:
         s = self.settings
-        timeout = self._sim_timeout_s()
-        return Limits(
-            wall_s=timeout,
-            cpu_s=math.ceil(timeout) + 1,
+        return cpu_limits(
+            self._sim_timeout_s(),
             memory_mb=None if s.testbench == "cocotb" else 2048,  # an embedded Python maps a lot
             file_mb=512 if s.bench.waves else 64,
         )
@@ -272,27 +271,31 @@ class VerilogEpisode(Episode):
                 info,
             )
         if s.testbench == "cocotb":
-            fault = _cocotb_fault(cocotb_bench.test_status(job), missing, ran)
-            if fault is not None:
-                return Verdict(0.0, Outcome.ERROR, f"internal error: {fault}", {**info, "error": _trim(ran.output)})
+            status = cocotb_bench.test_status(job)
+            if _cocotb_not_started(missing, ran):
+                return Verdict(0.0, Outcome.ERROR, "internal error: the cocotb test did not start",
+                               {**info, "error": _trim(ran.output)})  # fmt: skip
+            if _cocotb_raised(missing, status):
+                # Our test raised on this design (a port or value it did not expect): the answer's
+                # fail, since only the infrastructure makes an error, and the gym's bug on record.
+                info[GYM_EXCEPTION] = f"the cocotb test ended with {status}"
+                return _fail(f"The testbench could not check your design (its test ended with {status}); answer "
+                             f"with exactly the ports the task asks for.{retry}", info)  # fmt: skip
         return _fail(f"The simulation ended before the testbench finished ({missing.reason}):\n" + _trim(ran.output)
                      + retry, info)  # fmt: skip
 
 
-def _cocotb_fault(status: str | None, missing: NoVerdict, ran: SandboxRun) -> str | None:
-    """Why an unfinished cocotb run is ours to fix, or None when the design caused it.
+def _cocotb_not_started(missing: NoVerdict, ran: SandboxRun) -> bool:
+    """cocotb's results file, not the printed log, says how our test ended. A test that never
+    started is a set-up fault, unless a resource limit stopped the simulator first."""
+    return not missing.started and not ran.killed and ran.returncode >= 0
 
-    cocotb's results file, not the printed log, says how our test ended. Once the test had
-    started (its output file exists), a simulation that stopped early (cocotb records a
-    SimFailure, or died before writing its results) is the design's doing; our test raising
-    an exception of its own is not. A test that never started is a set-up fault, unless a
-    resource limit stopped the simulator first.
-    """
-    if not missing.started:
-        return None if ran.killed or ran.returncode < 0 else "the cocotb test did not start"
-    if status is None or status in ("failed:SimFailure", "failed:CancelledError", "passed"):
-        return None
-    return f"the cocotb test ended with {status}"
+
+def _cocotb_raised(missing: NoVerdict, status: str | None) -> bool:
+    """Once the test had started (its output file exists), a simulation that stopped early (cocotb
+    records a SimFailure, or died before writing its results) is the design's doing, and so is
+    anything else short of a pass: our test raising on what the design did."""
+    return missing.started and status not in (None, "failed:SimFailure", "failed:CancelledError", "passed")
 
 
 def _fail(feedback: str, info: dict[str, Any]) -> Verdict:

@@ -38,9 +38,10 @@ from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.options import Options
 from gyms.verilog.benches import BenchOptions
 from gyms.verilog.candidates import builtin_candidates, loader_candidates
-from gyms.verilog.episode import BUILD_WALL_PER_CPU, Settings, VerilogEpisode
+from gyms.verilog.episode import WALL_PER_CPU, Settings, VerilogEpisode
 from gyms.verilog.dataset_vetting import Vetting, vet_references
 from gyms.verilog.loaders import Loaded, load_source
+from gyms.verilog.precheck import ELABORATE_WALL_S
 from gyms.verilog.simulators import SIMULATORS
 from gyms.verilog.spec import MODULE
 from gyms.verilog import toolchain
@@ -72,7 +73,14 @@ HEAVY_MARGIN = 12.0
 # costs 2 s there rather than the 10 s of the former fixed limit.
 DATASET_MARGIN = 12.0
 DATASET_SIM_FLOOR_S = 2.0
-STEP_SLACK_S = 3.0  # extraction, pre-check, writing files
+STEP_SLACK_S = 3.0  # extraction, the screen, writing files
+
+
+def step_timeout(compile_timeout_s: float, sim_timeout_s: float) -> float:
+    """The longest a step may take: the pre-check's, the build's and the simulation's wall-clock
+    backstops (their limits are CPU time, `episode.cpu_limits`), and the slack."""
+    return ELABORATE_WALL_S + (compile_timeout_s + sim_timeout_s) * WALL_PER_CPU + STEP_SLACK_S
+
 # The conformance check's hangs (`with_short_time_limits`) need a limit only long enough for the
 # simulator to start and reach the loop, which `never_finishing` puts at time 0: Icarus and a
 # Verilator binary start in well under 0.1 s idle, cocotb's embedded Python in ~0.2 s. A design
@@ -136,7 +144,7 @@ class VerilogGym(Gym):
         if sim_timeout_s not in (None, ""):
             self.sim_timeout_s = _OPTIONS.seconds("sim_timeout_s", sim_timeout_s)
             self.sim_timeouts = {}
-        self.step_timeout_s = self.compile_timeout_s * BUILD_WALL_PER_CPU + self.sim_timeout_s + STEP_SLACK_S
+        self.step_timeout_s = step_timeout(self.compile_timeout_s, self.sim_timeout_s)
         if not self.tasks():
             excluded = self.excluded_tasks()
             if excluded:
@@ -215,7 +223,7 @@ class VerilogGym(Gym):
         short = copy.copy(self)  # the tasks, loaded and vetted once, are shared
         short.sim_timeout_s = SHORT_SIM_TIMEOUT_S[self.testbench]
         short.sim_timeouts = {}
-        short.step_timeout_s = self.compile_timeout_s * BUILD_WALL_PER_CPU + short.sim_timeout_s + STEP_SLACK_S
+        short.step_timeout_s = step_timeout(self.compile_timeout_s, short.sim_timeout_s)
         return short
 
     def tools(self) -> list[ToolCheck]:

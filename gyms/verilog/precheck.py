@@ -8,15 +8,18 @@ the screen did not see), system tasks outside a small allow-list (file I/O, plus
 (hierarchical) names. pyslang then catches syntax and elaboration errors (with line:col
 messages), a missing module or a wrong interface. The verdict does not rest on any of this
 (it comes from outputs compared on the host); the screen is defence in depth, and it keeps
-the model's C++ and shell out of Verilator builds. Everything here runs in the gym worker,
-outside the sandbox, and never reads a file.
+the model's C++ and shell out of Verilator builds. The screen runs in the gym worker; pyslang,
+whose cost is not linear in the text, runs in a forked child under CPU and memory limits
+(`gyms/limited.py`). Neither reads a file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from gyms.limited import LimitExceeded, call_limited
 from gyms.verilog.screen import screen
 from gyms.verilog.toolchain import PYSLANG_HINT, ToolMissing
 
@@ -64,7 +67,16 @@ class Precheck:
         return not self.errors
 
 
-_DIRECTIONS = {"In": "input", "Out": "output", "InOut": "inout", "Ref": "ref"}
+_DIRECTIONS = {"In": "input", "Out": "output", "InOut": "inout"}
+
+
+# pyslang's cost is not linear in the text (constant functions, wide parameters): it runs in a
+# forked child with these limits (gyms/limited.py), so no answer can stall or grow a gym worker.
+# A real design elaborates in milliseconds and a few MB; the wall time backs the CPU limit up.
+ELABORATE_CPU_S = 2.0
+ELABORATE_MEMORY_MB = 512
+ELABORATE_WALL_S = 3 * ELABORATE_CPU_S + 1
+TOO_COSTLY = "the design is too large or too slow to elaborate ({}); simplify it."
 
 
 def precheck(
@@ -83,6 +95,18 @@ def precheck(
     screened = screen(source, ALLOWED_SYSTEM_NAMES | PRINTING if allow_printing else ALLOWED_SYSTEM_NAMES)
     if screened:
         return Precheck(tuple(screened))
+    expected = tuple(expected) if expected is not None else None
+    try:
+        return call_limited(_elaborate, source, module, expected, frozenset(reserved), cpu_s=ELABORATE_CPU_S,
+                            memory_mb=ELABORATE_MEMORY_MB, wall_s=ELABORATE_WALL_S)  # fmt: skip
+    except LimitExceeded as exc:
+        return Precheck((TOO_COSTLY.format(exc),))
+
+
+def _elaborate(
+    source: str, module: str, expected: Sequence[PortSpec] | None, reserved: Collection[str]
+) -> Precheck:
+    """pyslang's parse and elaboration of the candidate (in the limited child)."""
     options = parsing.PreprocessorOptions()
     options.maxIncludeDepth = 0  # a macro that expands to `include is refused too
     compile_options = ast.CompilationOptions()
@@ -91,12 +115,12 @@ def precheck(
     bag = pyslang.Bag([options, compile_options])
     sources = pyslang.SourceManager()
     try:
-        return _elaborate(source, module, expected, reserved, bag, sources)
+        return _compile(source, module, expected, reserved, bag, sources)
     except RuntimeError as exc:  # slang gives up on input it cannot handle (limits of its own)
         return Precheck((f"the design could not be parsed ({exc or 'too complex'}); simplify it.",))
 
 
-def _elaborate(
+def _compile(
     source: str,
     module: str,
     expected: Sequence[PortSpec] | None,
@@ -118,15 +142,37 @@ def _elaborate(
     if _uses_dpi(tree):
         return Precheck(("DPI imports and exports are not allowed here; write the logic in Verilog.",))
     top = next(inst for inst in compilation.getRoot().topInstances if inst.name == module)
-    ports = tuple(
-        PortSpec(p.name, _DIRECTIONS.get(p.direction.name, p.direction.name.lower()), p.type.bitWidth)
-        for p in top.body.portList
-    )
+    refused = port_kind_problems(top.body.portList)
+    if refused:
+        return Precheck(tuple(refused))
+    ports = tuple(PortSpec(p.name, _DIRECTIONS[p.direction.name], p.type.bitWidth) for p in top.body.portList)
     if expected is not None:
         problems = interface_problems(module, ports, expected)
         if problems:
             return Precheck(tuple(problems), ports)
     return Precheck((), ports)
+
+
+def port_kind_problems(ports: Sequence[Any]) -> list[str]:
+    """Every port that is not what the benches drive and record, by name: each port must be a
+    plain input, output or inout, declared directly (no interface port, no port expression
+    such as `.x(a)` or `{a, b}` in the port list), of a packed bit-vector type, listed once."""
+    problems, seen = [], set()
+    for p in ports:
+        name = getattr(p, "name", "") or "(unnamed)"
+        if not isinstance(p, ast.PortSymbol):
+            kind = "an interface port" if isinstance(p, ast.InterfacePortSymbol) else "a port expression"
+            problems.append(f"port `{name}` is {kind}; declare each port as a plain input or output.")
+        elif p.isNullPort or p.internalSymbol is None or p.internalSymbol.name != p.name:
+            problems.append(f"port `{name}` is a port expression (`.{name}(...)`); declare each port directly.")
+        elif p.direction.name not in _DIRECTIONS:
+            problems.append(f"port `{name}` is a `{p.direction.name.lower()}` port; use input, output or inout.")
+        elif not p.type.isIntegral or p.type.bitWidth < 1:
+            problems.append(f"port `{name}` is of type `{p.type}`; ports must be packed bit vectors (logic [N:0]).")
+        elif name in seen:
+            problems.append(f"port `{name}` is listed twice.")
+        seen.add(name)
+    return problems[:MAX_MESSAGES]
 
 
 def require_pyslang() -> None:
