@@ -19,7 +19,7 @@ from rich.table import Table
 from gyms.base import Gym
 from gyms.conformance import CheckResult, check_gym
 from gyms.registry import load_class, make, registered
-from harness import errors, gpu_usage, outputs
+from harness import errors, gpu_usage, gymstep, outputs
 from harness import serve as serving
 from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark, start_gym
 from harness.intervals import with_interval
@@ -143,6 +143,38 @@ def gyms_check(
         for c in report.not_applicable:  # the candidate tested nothing: neither passed nor a violation
             console.print(f"  [yellow]not applicable:[/] {c.task_id} / {c.label}: {escape(c.not_applicable or '')}")
     raise typer.Exit(0 if report.ok else 1)
+
+
+@gyms_app.command("step")
+def gyms_step(
+    name: str,
+    task: Annotated[str, typer.Option("--task", help="The task's id.")],
+    answer_file: Annotated[
+        list[str], typer.Option("--answer-file", help="A file holding one answer, - for stdin (repeatable: one per turn).")
+    ],
+    split: str = "train",
+    gym_option: GymOptions = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the steps as JSON.")] = False,
+) -> None:
+    """Step one episode of TASK with each answer in turn, in a real pool worker (sandbox, limits and
+    timeouts as in training), and show each step's outcome, reward, stage, feedback and info."""
+    gym = start_gym(name, parse_options(gym_option), split)
+    turns, unstepped = gymstep.step_answers(gym, gymstep.find_task(gym, task, split), answer_file)
+    if as_json:
+        print(json.dumps({"gym": gym.name, "task": task, "steps": [asdict(t) for t in turns], "unstepped": unstepped},
+                         indent=2, default=str))  # fmt: skip
+        return
+    for t in turns:
+        colour = {"pass": "green", "fail": "yellow"}.get(t.outcome, "red")
+        ended = " (terminated)" if t.terminated else " (truncated)" if t.truncated else ""
+        console.print(f"[bold]turn {t.turn}[/] {escape(t.answer_file)}: [{colour}]{t.outcome}[/]{ended}, reward "
+                      f"{t.reward:g}, stage {t.stage or '-'}, {t.service_s:.2f} s")  # fmt: skip
+        console.print(escape(t.feedback), soft_wrap=True, highlight=False)
+        for key, value in t.info.items():
+            console.print(f"  {key}: {escape(str(value))}", soft_wrap=True, highlight=False)
+    if unstepped:
+        console.print(f"[yellow]note:[/] the episode ended at turn {turns[-1].turn}; not stepped: "
+                      f"{escape(', '.join(unstepped))}")  # fmt: skip
 
 
 def _benchmark_table(summary: dict) -> Table:

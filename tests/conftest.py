@@ -43,12 +43,15 @@ def busy_loops(count: int) -> Iterator[None]:
             spinner.wait()
 
 
-def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def harness(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the installed `harness` command as a user would."""
     exe = Path(sys.executable).parent / "harness"
     return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
-    )
+        [str(exe), *args], input=stdin, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")
