@@ -71,6 +71,20 @@ def test_benchmark_table_names_the_emulation(tmp_path):
     assert "GPU-measured idle (NVML): not measured (no GPU)" in out.stdout
 
 
+def test_answers_the_gym_raised_on_are_fails_counted_in_the_summary_and_warned_about(tmp_path):
+    args = ("benchmark", "--gym", "toy_gyms:RaisingGym", "--steps", "3", "--batch", "2", "--group", "4",
+            "--profile", "zero", "--results", str(tmp_path))  # fmt: skip
+    out = harness(*args, "--json", env=with_path())
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    pool = summary["gym_pool"]
+    assert pool["gym_exceptions"] > 0 and pool["errors"] == 0 and pool["calls"] >= pool["gym_exceptions"]
+    assert all(m["accounting"]["errored"] == 0 for m in summary["modes"].values())  # fails, kept in the loss
+    shown = harness(*args, env={**with_path(), "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert "warning: the gym raised on" in shown.stdout and "they count as fails" in shown.stdout
+
+
 def test_benchmark_bad_input_is_one_clear_line(tmp_path):
     for args, message in [
         (["--gym", "maht"], "Did you mean 'math'"),

@@ -126,6 +126,13 @@ class GateGym(ToyGym):
         return GateEpisode(task, self.max_turns, self.gate, self.opened)
 
 
+class RaisingGym(ToyGym):
+    """Its known-bad answer makes the gym raise: a fail, recorded as a gym exception."""
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        return [Candidate("pass", "pass", "reference"), Candidate("raise", "fail", "gym-bug")]
+
+
 class LyingGym(ToyGym):
     """Breaks every promise the conformance check tests."""
 
