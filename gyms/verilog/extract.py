@@ -30,7 +30,7 @@ def extract_verilog(answer: str, module: str) -> str | None:
     block that defines any module. Otherwise, outside fences, the text from the first `module`
     to the last `endmodule`.
     """
-    text = _without_think(answer)
+    text = _without_think(normalise(answer))
     blocks, outside = _fenced(text)
     verilog = [body for tag, body in blocks if tag.lower() in _VERILOG_TAGS]
     with_modules = [b for b in verilog if _MODULE.search(b)]
@@ -40,6 +40,13 @@ def extract_verilog(answer: str, module: str) -> str | None:
     if with_modules:
         return with_modules[-1].strip() + "\n"
     return _bare(outside)  # code in a fence of another language is not the design
+
+
+def normalise(answer: str) -> str:
+    """The answer as every later stage sees it: one line ending (CRLF and lone CR become LF, so
+    the screen, pyslang and the simulators agree on where a line, and a `//` comment, ends) and
+    no byte-order mark in front."""
+    return answer.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
 
 
 def _without_think(text: str) -> str:
@@ -59,7 +66,8 @@ def _fenced(text: str) -> tuple[list[tuple[str, str]], str]:
     """(tag, body) of every fenced block, and the text outside them.
 
     A fence opens at ``` followed by a language tag and the end of its line, and closes at a
-    line starting with ``` (or the end of the text: a cut-off answer).
+    line starting with ``` (or the end of the text: a cut-off answer, or ``` right after the
+    last block's code).
     """
     blocks: list[tuple[str, str]] = []
     outside: list[str] = []
@@ -73,8 +81,10 @@ def _fenced(text: str) -> tuple[list[tuple[str, str]], str]:
         outside.append(text[pos:start])
         tag = _TAG.match(text, start + len(_FENCE)).group(1)
         closed = _CLOSE.search(text, line_end + 1)
-        end = closed.start() if closed else len(text)
-        blocks.append((tag, text[line_end + 1 : end]))
+        body = text[line_end + 1 : closed.start() if closed else len(text)]
+        if closed is None:  # the last block: its fence may close right after the code ("endmodule```")
+            body = body.rstrip().removesuffix(_FENCE)
+        blocks.append((tag, body))
         pos = closed.end() if closed else len(text)
 
 
