@@ -9,6 +9,7 @@ import os
 import random
 from pathlib import Path
 
+from attacks import Attack, assert_attacks_fail
 from conftest import busy_loops, needs_icarus
 
 from gyms.base import Outcome
@@ -68,6 +69,14 @@ def test_costly_elaboration_fails_within_its_limits_and_the_worker_does_not_grow
         # The worker itself never held the elaboration: it grew by the fork's bookkeeping at most.
         assert peak_mb - baseline_mb < ELABORATE_MEMORY_MB / 4, (baseline_mb, peak_mb)
         assert pool.step(gym.open(task), answer(ADDER)).result.outcome is Outcome.PASS
+
+
+@needs_icarus
+def test_costly_elaborations_leave_nothing_behind_and_later_verdicts_hold() -> None:
+    gym = VerilogGym(tasks="adder8", sim_timeout_s=2)
+    attacks = [Attack(label, costly) for label, costly in COSTLY.items()]
+    wrong = answer(PORTS + "  assign {cout, sum} = a + b;\nendmodule\n")
+    assert_attacks_fail(gym, gym.tasks()[0], attacks, answer(ADDER), wrong, min_attacks=len(attacks))
 
 
 @needs_icarus
