@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import pytest
 from recording_policy import RecordingReplay
@@ -115,6 +116,24 @@ def test_admission_control_bounds_groups_in_flight():
     buffer.stop()
     with pytest.raises(Stopped):
         buffer.admit()
+
+
+class SlowCandidatesGym(ToyGym):
+    """Its candidates take seconds, as the verilog gym's do where it simulates mutant designs."""
+
+    seconds = 2.0
+
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        time.sleep(self.seconds)
+        return super().candidates(task, rng)
+
+
+def test_reading_the_candidates_is_no_generation_in_either_mode(pool):
+    gym = SlowCandidatesGym(tasks=1)
+    for mode in ("sync", "async"):
+        result = run(gym, ReplayPolicy(gym, ZERO), pool, RunConfig(mode=mode, steps=2, batch_groups=1))
+        asked = [s.end - s.start for s in result.timeline.spans if s.kind == "generate_request"]
+        assert max(asked) < gym.seconds / 2, f"{mode}: generation took the candidates' {max(asked):.1f} s"
 
 
 class BrokenEpisodeGym(ToyGym):

@@ -100,6 +100,9 @@ def run(
     on_step: Callable[[StepRecord], None] | None = None,
 ) -> RunResult:
     tasks = TaskSampler(gym.tasks(config.split), config.seed)  # before the clock starts
+    # So is the policy's per-task set-up, for every task admission lets the run start (a group
+    # that errored or was dropped frees a place: its later task is set up when drawn).
+    policy.prepare(tasks.first((config.steps + config.staleness + 1) * config.batch_groups + config.oversample))
     timeline = Timeline()
     buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness, config.oversample)
     depth_series: list[tuple[float, int]] = []

@@ -45,9 +45,14 @@ class TaskSampler:
             raise ValueError("the gym has no tasks to train on")
         order = list(tasks)
         random.Random(seed).shuffle(order)
+        self._order = order
         self._cycle = itertools.cycle(order)
         self._ids = itertools.count()
         self._lock = threading.Lock()
+
+    def first(self, draws: int) -> list[Task]:
+        """The tasks of the first `draws` draws (each once), without drawing them."""
+        return self._order[:draws]
 
     def next(self) -> tuple[int, Task]:
         with self._lock:

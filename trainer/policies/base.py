@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from gyms import Task
 from trainer.types import Generation, Group, Request
 
 
@@ -79,6 +80,11 @@ class Policy(ABC):
         # Told (kind, start, end, version) by an engine that swaps weights in place: `drain` (from
         # publication until no older version runs) and `weight_load` (vllm policy).
         self.on_weight_sync: Callable[[str, float, float, int], None] | None = None
+
+    def prepare(self, tasks: Sequence[Task]) -> None:
+        """Per-task set-up, done before a run's clock starts, so that it is no stage of the run
+        and costs every mode alike (the replay policy reads the gym's candidates, which may
+        simulate mutant designs). Nothing by default."""
 
     @abstractmethod
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:

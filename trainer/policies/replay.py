@@ -33,7 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from gyms import Candidate, Gym
+from gyms import Candidate, Gym, Task
 from trainer.policies.base import Accelerator, Policy
 from trainer.policies.batching import BatchingEngine
 from trainer.policies.profiles import HardwareProfile
@@ -113,12 +113,21 @@ class ReplayPolicy(Policy):
         key = json.dumps([self.seed, request.task.id, group, sample, request.turn])
         return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
 
-    def _pick(self, request: Request, rng: random.Random, version: int) -> Generation:
-        task = request.task
+    def prepare(self, tasks: Sequence[Task]) -> None:
+        """The candidates of every task the run may draw, read before its clock starts: a gym
+        may simulate mutant designs for them, which is no generation, and which a gym that
+        caches them per process would otherwise charge to the first mode alone."""
+        for task in tasks:
+            self._candidates_of(task)
+
+    def _candidates_of(self, task: Task) -> list[Candidate]:
         with self._candidates_lock:
             if task.id not in self._candidates:
                 self._candidates[task.id] = self.gym.candidates(task, random.Random(task.id))
-            candidates = self._candidates[task.id]
+            return self._candidates[task.id]
+
+    def _pick(self, request: Request, rng: random.Random, version: int) -> Generation:
+        candidates = self._candidates_of(request.task)
         good = [c for c in candidates if c.expect == "pass"]
         hangs = [c for c in candidates if c.expect == "timeout"]
         bad = [c for c in candidates if c.expect == "fail"]
