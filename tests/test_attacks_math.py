@@ -15,7 +15,18 @@ from gyms.math import MathGym
 from tests.attacks import Attack, assert_attacks_fail
 
 RIGHT, WRONG = "62", "61"  # the gold of rg/simple_equations/0000, and a wrong value
-HALF = Task(id="attack/half", prompt="What is 1/2 as a decimal?", metadata={"gold": "0.5", "style": "boxed"})
+
+
+def _task(name: str, prompt: str, gold: str) -> Task:
+    return Task(id=f"attack/{name}", prompt=prompt, metadata={"gold": gold, "style": "boxed"})
+
+
+HALF = _task("half", "What is 1/2 as a decimal?", "0.5")
+THIRD = _task("third", "What is 1/3 as a fraction?", "\\frac{1}{3}")
+PI = _task("pi", "What is the area of a circle of radius 1?", "\\pi")
+ROOT = _task("root", "What is the diagonal of a unit square?", "\\sqrt{2}")
+CM = _task("cm", "How long is the side, in centimetres?", "5\\text{ cm}")
+BASE5 = _task("base5", "Write 555 in base 5.", "4210_{5}")
 
 
 def _attacks() -> list[Attack]:
@@ -75,6 +86,98 @@ def _attacks() -> list[Attack]:
         # code for sympy's eval-based parser: it must never run (the canary stays untouched)
         Attack("python in the box", "\\boxed{__import__('os').system('touch /tmp/heavygym-canary/pwned')}"),
         Attack("python as an answer line", "Answer: getattr(__import__('os'),'system')('id > /tmp/heavygym-canary/x')"),
+        *_later_final_answers(),
+        *_scaled_values(),
+        *_number_bases(),
+        *_implied_products(),
+        *_dropped_separators(),
+        *_rounded_decimals(),
+    ]
+
+
+def _later_final_answers() -> list[Attack]:
+    """The grader read the boxes alone: an `Answer:` line or a number after the last box, which a
+    person reads as the final answer, was ignored (each passed, the right value boxed first)."""
+    r, w = RIGHT, WRONG
+    return [
+        Attack("box, then a different answer line", f"\\boxed{{{r}}}\nAnswer: {w}"),
+        Attack("box, then a bold final answer line", f"So \\boxed{{{r}}}.\n\n**Final Answer:** {w}"),
+        Attack("box, then the answer in prose", f"\\boxed{{{r}}}. On second thought, the answer is {w}."),
+        Attack("box, then a brace-less box", f"First guess \\boxed{{{r}}}; final: \\boxed {w}"),
+        Attack("box, then a framebox", f"\\boxed{{{r}}}\n\\framebox{{{w}}}"),
+        Attack("answer line, then a correction", f"Answer: {r}\nActually it is ${w}$."),
+        Attack("box, then Arabic-Indic digits", f"\\boxed{{{r}}} (or rather \u0666\u0661)"),
+    ]
+
+
+def _scaled_values() -> list[Attack]:
+    """math-verify dropped the text from the first \\text{...} to the end, and trailing words and
+    letters it takes for units, though they scale the number (each passed)."""
+    r = RIGHT
+    return [
+        Attack("multiplier word in text", f"\\boxed{{{r}\\text{{ thousand}}}}"),
+        Attack("multiplier word in mathrm", f"\\boxed{{{r}\\,\\mathrm{{million}}}}"),
+        Attack("abbreviated multiplier", f"\\boxed{{{r}\\text{{k}}}}"),
+        Attack("fraction word", f"\\boxed{{{r}\\text{{ hundredths}}}}"),
+        Attack("dozen", f"\\boxed{{{r} \\textbf{{ dozen}}}}"),
+        Attack("squared", f"\\boxed{{{r}\\text{{ squared}}}}"),
+        Attack("a sum whose second term sits after the text", f"\\boxed{{{r}\\text{{ cm}} + 3\\text{{ cm}}}}"),
+        Attack("trailing unit letter", f"\\boxed{{{r}t}}"),
+        Attack("trailing unit word", f"\\boxed{{{r} cents}}"),
+        Attack("unit of another scale", "\\boxed{5\\text{ mm}}", CM),
+        Attack("unit of another scale, spelled out", "\\boxed{5\\,\\mathrm{kilometres}}", CM),
+        Attack("prime: feet or minutes", f"\\boxed{{{r}'}}"),
+    ]
+
+
+def _number_bases() -> list[Attack]:
+    """math-verify drops a subscript after a number: `101_2` was 101 (each passed)."""
+    r = RIGHT
+    return [
+        Attack("base subscript", f"\\boxed{{{r}_8}}"),
+        Attack("braced base subscript", f"\\boxed{{{r}_{{8}}}}"),
+        Attack("base in parentheses", f"\\boxed{{{r}_{{(16)}}}}"),
+        Attack("another base than the gold's", "\\boxed{4210_{6}}", BASE5),
+    ]
+
+
+def _implied_products() -> list[Attack]:
+    """latex2sympy read an integer next to a positive rational as a mixed number: each of these
+    was the sum 62 (60(2) is 120 to a person)."""
+    return [
+        Attack("number, then a parenthesis", "\\boxed{60(2)}"),
+        Attack("two parentheses", "\\boxed{(60)(2)}"),
+        Attack("number, then a whole-number fraction", "\\boxed{60\\frac{4}{2}}"),
+        Attack("number, then a binomial", "\\boxed{60\\binom{2}{1}}"),
+        Attack("number, then an improper fraction", "\\boxed{61\\frac{2}{2}}"),
+        Attack("fraction, then a parenthesis", "\\boxed{\\frac{120}{2}\\left(2\\right)}"),
+        Attack("number, then a brace group", "\\boxed{60{2}}"),
+    ]
+
+
+def _dropped_separators() -> list[Attack]:
+    """math-verify drops empty text, quotes, `\\$`, `\\mathrm{th}` and `\\displaystyle`, then
+    reads the two numbers around them as one (each was 62, or the sum 8)."""
+    return [
+        Attack("empty text between digits", "\\boxed{6\\text{ }2}"),
+        Attack("empty mbox between digits", "\\boxed{6\\text{}2}"),
+        Attack("prime between digits", "\\boxed{6'2}"),
+        Attack("double prime between digits", "\\boxed{6''2}"),
+        Attack("ordinal between digits", "\\boxed{6\\mathrm{th}2}"),
+        Attack("dollar between digits", "\\boxed{6\\$2}"),
+        Attack("displaystyle between numbers", "\\boxed{60\\displaystyle 2}"),
+    ]
+
+
+def _rounded_decimals() -> list[Attack]:
+    """math-verify rounds to 6 places whenever one side is a decimal: against an exact gold these
+    passed (0.333333 for 1/3, 3.141593 for pi)."""
+    return [
+        Attack("six-place decimal for a fraction", "\\boxed{0.333333}", THIRD),
+        Attack("seven-place decimal for a fraction", "\\boxed{0.3333333}", THIRD),
+        Attack("rounded pi", "\\boxed{3.141593}", PI),
+        Attack("rounded root", "\\boxed{1.414214}", ROOT),
+        Attack("pi to eight places", "\\boxed{3.14159265}", PI),
     ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from gyms.conformance import GARBAGE_ACTIONS
-from gyms.math.extract import MAX_BRACE_DEPTH, TOO_DEEP, Extracted, extract_answers
+from gyms.math.extract import MAX_BRACE_DEPTH, NUMBER_AFTER, TOO_DEEP, Extracted, extract_answers
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ from gyms.math.extract import MAX_BRACE_DEPTH, TOO_DEEP, Extracted, extract_answ
         ("\\boxed{\\boxed{5}}", ("5",)),  # a redundant box is unwrapped
         ("\\boxed{1 + \\boxed{5}}", ("1 + \\boxed{5}",)),  # ...any other stays, for the screen to refuse
         ("\\boxed{}\\boxed{3}", ("3",)),  # an empty box carries no value
-        ("\\boxed{3}\nAnswer: 4", ("3",)),  # boxes win over answer lines
+        ("\\boxed{3}\nAnswer: 4", ("3", "4")),  # a box and an answer line are both final answers
         ("Work...\nAnswer: 42", ("42",)),
         ("**Answer:** 42", ("42",)),
         ("**Answer: 42**", ("42",)),
@@ -39,6 +39,17 @@ from gyms.math.extract import MAX_BRACE_DEPTH, TOO_DEEP, Extracted, extract_answ
         ("Answer: 3\nno wait\nANSWER: 5\nThat's it.", ("3", "5")),
         ("Answer: \\(5\\)", ("5",)),
         ("Answer: $1$ and $2$", ("$1$ and $2$",)),  # not one delimited expression: kept whole
+        # boxes and answer lines are all final answers, in the order written
+        ("Answer: 4\nso \\boxed{3}", ("4", "3")),
+        ("\\boxed{42}\n**Final Answer:** $42$", ("42",)),
+        ("Answer: \\boxed{42}", ("42",)),  # a line whose answer is a box counts once, as its box
+        ("Answer: the value $\\boxed{42}$", ("42",)),
+        ("\\boxed{\nAnswer: 5\n}", ("Answer: 5",)),  # a line inside a box is part of the box
+        ("**Final Answer:**\n\\boxed{42}", ("42",)),  # an empty answer line states nothing
+        # after the final answer, a reply may close without stating a number
+        ("\\boxed{42}. I hope it is correct.", ("42",)),
+        ("The answer is $\\boxed{42}$ apples.", ("42",)),
+        ("\\[\n\\boxed{42}\n\\]\n", ("42",)),
     ],
 )
 def test_extracts_every_final_answer(text: str, answers: tuple[str, ...]) -> None:
@@ -63,6 +74,43 @@ def test_no_answer(text: str) -> None:
     assert extract_answers(text) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\boxed{7}. So the answer is 9.",
+        "\\boxed{7}\nWait: \\boxed 9",  # a brace-less box is not read as one, but states a number
+        "\\boxed{7}\n\\framebox{9}",
+        "Answer: 7\nActually, $9$.",
+        "\\boxed{7}^2",
+        "\\boxed{7} \u0669",  # any digit, not only ASCII
+    ],
+)
+def test_a_number_after_the_final_answer_is_a_problem(text: str) -> None:
+    assert extract_answers(text) == Extracted(problem=NUMBER_AFTER)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Work.\r\nAnswer: 42\r\n",  # CRLF
+        "Work.\rAnswer: 42\r",  # CR
+        "**Answer:** 42**\r\n",
+        "\ufeffAnswer: 42",  # a byte-order mark
+        "\ufeff\\boxed{42}",
+        "Answer: 42\n```",  # a closing code fence without a final newline
+        "```\nAnswer: 42```",  # ...or on the answer's own line
+        "Answer: `42`",
+        "\\boxed{42}",  # no final newline
+        "\\boxed{42}\n```",
+        "Answer: 42 \t\n\n  \n",  # trailing whitespace
+        "\\boxed{42}  \t\r\n\r\n",
+        "Answer: 42.\r\n",
+    ],
+)
+def test_correct_answers_in_common_shapes(text: str) -> None:
+    assert extract_answers(text) == Extracted(("42",))
+
+
 def test_braces_nested_too_deep_are_a_problem_not_a_recursion() -> None:
     deep = "\\boxed{" + "{" * MAX_BRACE_DEPTH + "1" + "}" * MAX_BRACE_DEPTH + "}"
     assert extract_answers(deep) == Extracted(problem=TOO_DEEP)
@@ -82,6 +130,9 @@ ADVERSARIAL = {
     "many-boxes": "\\boxed{1}" * 7_000,
     "escaped-braces": "\\boxed{" + "\\{" * 30_000,
     "box-then-spaces": "\\boxed" + " " * 60_000,
+    "boxes-and-answer-lines": "\\boxed{1}\nAnswer: 1\n" * 3_000,
+    "answer-lines-in-one-box": "\\boxed{" + "\nAnswer: 1" * 5_000 + "}",
+    "crlf-answer-lines": "Answer: 1\r\n" * 5_000,
     **{f"garbage-{label}": action for label, action in GARBAGE_ACTIONS.items()},
 }
 

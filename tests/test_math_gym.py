@@ -231,6 +231,120 @@ def test_the_shape_screen_runs_before_the_checker(gym: MathGym, task: Task, answ
         assert "refused" in result.info and "check_s" not in result.info  # the checker never saw it
 
 
+def _outcome(gym: MathGym, gold: str, answer: str, style: str = "boxed") -> Outcome:
+    task = Task(id="t", prompt="?", metadata={"gold": gold, "style": style})
+    return gym.open(task).step(answer).outcome
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "passes"),
+    [
+        # an exact gold (no decimals) needs an exact answer: a decimal is the number it writes
+        ("0.5", "\\frac{1}{2}", True),
+        ("0.50", "\\frac12", True),
+        ("2.0", "2", True),
+        ("0.5\\pi", "\\frac{\\pi}{2}", True),
+        ("0.333", "\\frac{1}{3}", False),
+        ("0.333333", "\\frac{1}{3}", False),  # math-verify's 6-place rounding accepted this
+        ("3.14", "\\pi", False),
+        ("3.141593", "\\pi", False),
+        ("1.414214", "\\sqrt{2}", False),
+        # a decimal gold: equal when both round to the same 6 decimal places
+        ("\\frac{1}{2}", "0.5", True),
+        ("6.320988", "6.32098837209", True),
+        ("6.32098837209", "6.32098837209", True),
+        ("6.32", "6.32098837209", False),
+        ("0.5909, 0", "0.0, 0.5909", True),
+        ("0.59, 0", "0.0, 0.5909", False),
+    ],
+)
+def test_the_tolerance_policy(gym: MathGym, answer: str, gold: str, passes: bool) -> None:
+    assert (_outcome(gym, gold, f"\\boxed{{{answer}}}") is Outcome.PASS) == passes
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "passes"),
+    [
+        ("2(31)", "62", True),
+        ("(2)(31)", "62", True),
+        ("60(2)", "62", False),  # latex2sympy's mixed-number rule made this 60 + 2
+        ("60(2)", "120", True),
+        ("\\binom{4}{2}\\binom{3}{1}", "18", True),
+        ("60\\frac{4}{2}", "120", True),
+        ("2\\frac{6}{4}", "3", True),  # an improper fraction is a factor, not part of a mixed number
+        ("2\\frac{1}{2}", "\\frac{5}{2}", True),  # a mixed number as written
+        ("2\\frac12", "\\frac{5}{2}", True),
+        ("-2\\frac{1}{2}", "-\\frac{5}{2}", True),
+        ("2\\frac{1}{2}", "1", False),
+        ("2\\sqrt{3}", "2\\sqrt{3}", True),
+        ("x^{3} - 2x", "x**3 - 2*x", True),
+    ],
+)
+def test_implied_products_are_products(gym: MathGym, answer: str, gold: str, passes: bool) -> None:
+    assert (_outcome(gym, gold, f"\\boxed{{{answer}}}") is Outcome.PASS) == passes
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "passes"),
+    [
+        ("5\\text{ cm}", "5", True),
+        ("5 \\text{ square cm}", "5", True),
+        ("5", "5\\text{ cm}", True),
+        ("5\\,\\mathrm{cm}", "5\\text{ cm}", True),
+        ("10\\text{ inch}", "10\\text{ inches}", True),
+        ("5\\text{ thousand}", "5\\text{ thousand}", True),
+        ("4210_5", "4210_{5}", True),
+        ("4210", "4210_{5}", True),
+        ("\\text{(C)}", "\\text{(C)}", True),
+        ("\\text{Evelyn}", "\\text{Evelyn}", True),
+        ("6\\text{ cm}", "5\\text{ cm}", False),
+        ("5t", "5", False),  # math-verify took the t for a unit (tonnes) and dropped it
+        ("5\\text{ cm} + 3\\text{ cm}", "5", False),  # ...and everything from the first \\text on
+    ],
+)
+def test_units_the_screen_accepts_are_not_compared(gym: MathGym, answer: str, gold: str, passes: bool) -> None:
+    assert (_outcome(gym, gold, f"\\boxed{{{answer}}}") is Outcome.PASS) == passes
+
+
+def test_the_last_final_answer_ends_the_reply(gym: MathGym, task: Task) -> None:
+    gold = task.metadata["gold"]
+    wrong = str(int(gold) + 1)
+    line = gym.open(task).step(f"\\boxed{{{gold}}}\nAnswer: {wrong}")
+    assert (line.outcome, line.info["answers"]) == (Outcome.FAIL, [gold, wrong])
+    assert "2 different final answers" in line.observation
+    prose = gym.open(task).step(f"\\boxed{{{gold}}}. Hmm, no: the answer is {wrong}.")
+    assert prose.outcome is Outcome.FAIL and "number after its final answer" in prose.observation
+    agreeing = gym.open(task).step(f"So \\boxed{{{gold}}}.\n\nAnswer: ${gold}$\nI hope it is correct.")
+    assert agreeing.outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Work.\r\n\\boxed{{{gold}}}\r\n",
+        "\ufeffThe answer is \\boxed{{{gold}}}",
+        "```\nThe answer is \\boxed{{{gold}}}\n```",
+        "\\boxed{{{gold}}}   \t\n\n",
+        "Work.\r\nAnswer: {gold}\r\n",
+        "\ufeffAnswer: {gold}",
+        "```text\nAnswer: {gold}\n```",
+        "Answer: {gold}```",
+        "Answer: `{gold}`  \n",
+    ],
+)
+def test_correct_answers_pass_in_common_shapes(gym: MathGym, task: Task, reply: str) -> None:
+    result = gym.open(task).step(reply.format(gold=task.metadata["gold"]))
+    assert result.outcome is Outcome.PASS, result.observation
+
+
+def test_the_hang_candidate_hangs_for_a_gold_of_several_values(gym: MathGym) -> None:
+    # A lone tower against these roots failed in 0.4 s, unchecked: sets of different sizes.
+    roots = Task(id="roots", prompt="?", metadata={"gold": "-3.625, 0.0", "style": "boxed"})
+    (slow,) = [c for c in gym.candidates(roots, random.Random(0)) if c.expect == "timeout"]
+    result = gym.open(roots).step(slow.action)
+    assert (result.outcome, result.info["timed_out"]) == (Outcome.FAIL, True)
+
+
 def test_an_answer_that_makes_the_libraries_raise_is_a_fail(gym: MathGym, task: Task) -> None:
     # sympy evaluates the binomial to a 6000-digit integer, which str() refuses to print.
     result = gym.open(task).step("\\boxed{\\binom{20000}{10000}}")

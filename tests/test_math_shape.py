@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gyms.math.shape import MAX_DEPTH, shape_of, screen
+from gyms.math.shape import MAX_DEPTH, shape_of, screen, value_of
 
 
 @pytest.mark.parametrize(
@@ -37,6 +37,25 @@ from gyms.math.shape import MAX_DEPTH, shape_of, screen
         ("(-\\infty, 5)", "(-\\infty, 5)"),
         ("x < 5", "x < 5"),  # a key that is a relation allows one
         ("\\mathbb{R}", "\\mathbb{R}"),
+        # units: any on a key without units (they cannot be checked), the key's own where it has some
+        ("5 \\text{ centimetres}", "5"),
+        ("5\\text{ cm}", "5\\text{ cm}"),
+        ("5", "5\\text{ cm}"),
+        ("10\\text{ inch}", "10\\text{ inches}"),
+        ("5\\,\\mathrm{cm}^2", "5\\text{ cm}^{2}"),
+        # marks that change a number pass where the key has the same one
+        ("5\\text{ thousand}", "5\\text{ thousand}"),
+        ("4210_5", "4210_{5}"),
+        ("4210_{(5)}", "4210_{5}"),
+        ("4210", "4210_{5}"),
+        ("5'", "5'"),
+        # juxtapositions the checker reads as products, and a mixed number
+        ("2(31)", "62"),
+        ("2\\sqrt{3}", "2\\sqrt{3}"),
+        ("2\\frac{1}{2}", "\\frac{5}{2}"),
+        ("2mn", "2mn"),  # bare letters are variables, even `mn`
+        ("5k", "5k"),
+        ("f'(2)", "3"),  # a prime on a name is not a unit
     ],
 )
 def test_values_of_the_keys_kind_pass(answer: str, key: str) -> None:
@@ -106,6 +125,66 @@ def test_hedges_and_non_values_fail(answer: str, key: str, phrase: str) -> None:
     assert problem.startswith("Your final answer")
 
 
+@pytest.mark.parametrize(
+    ("answer", "key", "phrase"),
+    [
+        # math-verify dropped the text; the scale it names changes the value
+        ("5\\text{ thousand}", "5", "“thousand”"),
+        ("5\\,\\mathrm{millions}", "5", "“million”"),
+        ("5 thousand", "5", "“thousand”"),  # bare, math-verify reads t*h*o*u*s*a*n*d: refused with a reason
+        ("5\\text{K}", "5", "“K”"),
+        ("5\\text{ dozen}", "5\\text{ cm}", "“dozen”"),
+        ("3 \\text{ halves}", "3", "“halve”"),
+        ("7\\text{ hundredths}", "7", "“hundredth”"),
+        ("5\\text{ squared}", "5", "“squared”"),
+        # math-verify drops a subscript after a number
+        ("101_2", "101", "base (`_2`)"),
+        ("101_{(2)}", "101", "base (`_2`)"),
+        ("4210_{6}", "4210_{5}", "base (`_6`)"),
+        # math-verify drops quotes
+        ("5'", "5", "prime"),
+        ("(5)''", "5", "prime"),
+        # separators math-verify drops, leaving two numbers side by side
+        ("1\\text{ }2", "12", "several values"),
+        ("1\\text{}2", "12", "several values"),
+        ("1\\mbox{ }2", "12", "several values"),
+        ("1\\mathrm{th}2", "12", "several values"),
+        ("1\\$2", "12", "several values"),
+        ("1\\displaystyle 2", "12", "several values"),
+        ("1\\text{2}", "12", "several values"),
+        ("1''2", "12", "prime"),
+        # units other than the key's
+        ("5\\text{ mm}", "5\\text{ cm}", "unit the problem asks for"),
+        ("5\\text{ cm}^3", "5\\text{ cm}^{2}", "unit the problem asks for"),
+    ],
+)
+def test_marks_that_change_a_number_fail(answer: str, key: str, phrase: str) -> None:
+    problem = screen(answer, key)
+    assert problem is not None and phrase in problem, problem
+    assert problem.startswith("Your final answer")
+
+
+@pytest.mark.parametrize(
+    ("latex", "value"),
+    [
+        ("5 \\text{ square cm}", "5"),
+        ("5\\,\\mathrm{cm}^{2}", "5"),
+        ("\\frac{1}{2}\\text{ cup}", "\\frac{1}{2}"),
+        ("5\\text{ }", "5"),
+        # text that is not a unit after the value stays, for math-verify to read as a symbol
+        ("5\\text{ cm} + 3\\text{ cm}", "5\\text{ cm} + 3"),
+        ("5\\text{e3}", "5\\text{e3}"),
+        ("\\text{x} = 5", "\\text{x} = 5"),
+        ("\\text{(C)}", "\\text{(C)}"),
+        ("\\text{Evelyn}", "\\text{Evelyn}"),
+        ("4210_{5}", "4210_{5}"),
+        ("x^{2}", "x^{2}"),
+    ],
+)
+def test_the_checker_gets_the_value_without_its_units(latex: str, value: str) -> None:
+    assert value_of(latex) == value
+
+
 def test_a_percentage_key_wants_a_percentage() -> None:
     assert screen("50\\%", "50\\%") is None
     for answer in ("50", "0.5"):
@@ -140,3 +219,17 @@ def test_the_screen_is_linear_on_long_input() -> None:
     text = "\\frac{1,000}{x_1} \\lor \\text{or} 3..5 é " * 2_500
     shape = shape_of(text)
     assert {"alternatives", "range", "U+00E9"} <= shape.features
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1_{" * 30_000,  # every subscript is read a few tokens deep at most
+        "5\\text{ cm}" * 10_000,  # units are found from the end, each group once
+        "\\text{a}" * 12_000,
+        "1'\\text{ }" * 12_000,
+    ],
+)
+def test_value_marks_and_units_are_found_in_linear_time(text: str) -> None:
+    shape_of(text)  # ~0.5 s; a scan that restarts per subscript or unit group needs minutes

@@ -1,10 +1,12 @@
 """Find the final answers in a model's reply, in time linear in its length.
 
-The final answers are the contents of every `\\boxed{...}` (or `\\fbox{...}`) of the reply.
-A reply without a box may give them on lines `Answer: ...` (the format DAPO-Math prompts ask
-for). A box that is never closed means the reply has no answer: its final answer is
-malformed. Every answer is returned, not only the last: a reply that boxes two different
-values hedges, and the gym fails it unless both are right.
+The final answers are, in the order written, the contents of every `\\boxed{...}` (or
+`\\fbox{...}`) and every line `Answer: ...` (the format DAPO-Math prompts ask for; a line whose
+answer is in a box counts once, as its box). Every one is returned, not only the last: a reply
+that states two different values hedges, and the gym fails it unless both are right. The last
+one must end the reply: a number after it (`\\boxed{7}. So the answer is 9.`) is a final answer
+the grader would not read, so the reply has a problem instead. A box that is never closed means
+the reply has no answer: its final answer is malformed.
 
 Model output is untrusted and may be degenerate (60 KB of `\\boxed{{\\boxed{...`): every scan
 here visits each character a bounded number of times, and the only regexes are a literal
@@ -13,6 +15,7 @@ search and a two-character tokenizer, neither of which can backtrack.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,10 +28,23 @@ MAX_BRACE_DEPTH = 64
 # A box directly inside a box (`\boxed{\boxed{5}}`) is unwrapped this many times at most.
 _MAX_UNWRAP = 4
 _LINE_PREFIX = " \t>*_"  # `**Answer:**`, `> Answer:`, `__Answer__:`
-_LINE_TRIM = " \t*_"
+_LINE_TRIM = " \t*_`"  # and `Answer: `42``, or a code fence closed on the answer's line
 _DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 
 TOO_DEEP = f"Your final answer nests braces more than {MAX_BRACE_DEPTH} deep."
+NUMBER_AFTER = (
+    "Your reply states a number after its final answer; end your reply with the final answer, in \\boxed{...}"
+    " (or on a last line `Answer: ...`)."
+)
+
+
+@dataclass(frozen=True)
+class _Stated:
+    """A final answer as written: where it starts and ends in the reply, and its text."""
+
+    start: int
+    end: int
+    answer: str
 
 
 @dataclass(frozen=True)
@@ -41,19 +57,23 @@ class Extracted:
 
 def extract_answers(text: str) -> Extracted | None:
     """The final answers in `text`, without boxes or math delimiters; None when there is none."""
-    boxes = _box_contents(text)
-    if isinstance(boxes, Extracted):
+    # A byte-order mark and CR line ends are how some clients send text, not part of the answer.
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    boxes = _boxes(text)
+    if boxes is None or isinstance(boxes, Extracted):
         return boxes
-    raw = boxes if boxes else _answer_lines(text)
-    if raw is None:
+    stated = sorted(boxes + _answer_lines(text, boxes), key=lambda s: s.start)
+    if not stated:
         return None
-    answers = _distinct(_clean(answer) for answer in raw)
+    if any(char.isdigit() for char in text[stated[-1].end :]):
+        return Extracted(problem=NUMBER_AFTER)
+    answers = _distinct(_clean(s.answer) for s in stated)
     return Extracted(answers) if answers else None
 
 
-def _box_contents(text: str) -> list[str] | Extracted | None:
-    """Every top-level box's content; None if a box is never closed; a problem if too deep."""
-    contents: list[str] = []
+def _boxes(text: str) -> list[_Stated] | Extracted | None:
+    """Every top-level box; None if a box is never closed; a problem if too deep."""
+    boxes: list[_Stated] = []
     position = 0
     while (box := _BOX.search(text, position)) is not None:
         end = _closing_brace(text, box.end())
@@ -61,9 +81,9 @@ def _box_contents(text: str) -> list[str] | Extracted | None:
             return None
         if end < 0:
             return Extracted(problem=TOO_DEEP)
-        contents.append(_unwrap(text[box.end() : end]))
+        boxes.append(_Stated(box.start(), end + 1, _unwrap(text[box.end() : end])))
         position = end + 1  # boxes inside this one are part of its content
-    return contents
+    return boxes
 
 
 def _closing_brace(text: str, start: int) -> int | None:
@@ -94,10 +114,23 @@ def _unwrap(content: str) -> str:
     return content
 
 
-def _answer_lines(text: str) -> list[str] | None:
-    """The answer of every line `Answer: ...` (any case, `Final answer:`, Markdown bold)."""
-    found = [answer for line in text.split("\n") if (answer := _answer_of_line(line)) is not None]
-    return found or None
+def _answer_lines(text: str, boxes: list[_Stated]) -> list[_Stated]:
+    """Every line `Answer: ...` (any case, `Final answer:`, Markdown bold), but those inside a box
+    and those with a box, which is their answer."""
+    box_starts = [box.start for box in boxes]
+    found = []
+    start = 0
+    for line in text.split("\n"):
+        answer = _answer_of_line(line)
+        if answer is not None and _BOX.search(line) is None and not _in_a_box(start, boxes, box_starts):
+            found.append(_Stated(start, start + len(line), answer))
+        start += len(line) + 1
+    return found
+
+
+def _in_a_box(position: int, boxes: list[_Stated], box_starts: list[int]) -> bool:
+    before = bisect.bisect_right(box_starts, position) - 1
+    return before >= 0 and boxes[before].end > position
 
 
 def _answer_of_line(line: str) -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
 from gyms.math.extract import extract_answers
-from gyms.math.shape import screen
+from gyms.math.shape import SEVERAL, screen, shape_of, value_of
 from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
 from gyms.options import Options
 from gyms.sandbox import SandboxError
@@ -76,7 +76,9 @@ class MathEpisode(Episode):
             return Verdict(0.0, Outcome.FAIL, refused + retry, {**info, "refused": refused})
         started = time.monotonic()
         try:
-            reply = checker().request({"answers": list(answers), "gold": gold}, CHECK_TIMEOUT_S)
+            # Units the screen accepted are stripped: the checker reads none (gyms/math/verifier.py).
+            request = {"answers": [value_of(a) for a in answers], "gold": value_of(gold)}
+            reply = checker().request(request, CHECK_TIMEOUT_S)
         except WarmTimeout:
             # A pathological answer that hangs the checker is the model's fault: a fail.
             reply = {"ok": True, "correct": False, "timed_out": True}
@@ -178,8 +180,7 @@ class MathGym(Gym):
         found += [
             Candidate(f"After working it out, I get {gold}.", "fail", "no-answer"),
             Candidate(f"The answer is \\boxed{{{gold}.", "fail", "unbalanced"),
-            # math-verify keeps the tower unevaluated and gives up comparing it at its timeout.
-            Candidate("The answer is \\boxed{9^{9^{9^{9^{9}}}}}.", "timeout", "huge-power"),
+            Candidate(f"The answer is \\boxed{{{_huge_power(gold)}}}.", "timeout", "huge-power"),
         ]
         return found
 
@@ -196,6 +197,15 @@ class MathGym(Gym):
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# math-verify keeps the tower unevaluated and gives up comparing it at its timeout.
+_TOWER = "9^{9^{9^{9^{9}}}}"
+
+
+def _huge_power(gold: str) -> str:
+    """The tower, in place of the gold's first value: a set is compared value by value only
+    with a set of its own size, so a lone tower against `-3.625, 0.0` failed in 0.4 s, unchecked."""
+    _, comma, rest = gold.partition(",")
+    return _TOWER + comma + rest if comma and SEVERAL in shape_of(gold).features else _TOWER
 
 
 def _shift_last_number(gold: str, delta: int) -> str | None:

@@ -5,11 +5,14 @@ math-verify is lenient on purpose: it reads the last value of `x=W \\lor x=G`, d
 element. A reward maximiser finds each of these. So before math-verify sees an answer, this
 screen reads it as LaTeX tokens (one linear pass, no regexes) and names its *features*: several
 values, alternatives, ±, relations, negations, implications, ranges, percentages, ratios,
-prose, unknown commands and unusual characters. An answer may only have the features its key
-has (`0.0, 0.5909` allows several values; `3 \\pm \\sqrt 2` allows ±), and a percentage must
-match a percentage. Structural faults (unbalanced braces, math delimiters or a box inside the
-answer, deep nesting) always fail. The screen is defence in depth; math-verify still decides
-equality.
+prose, unknown commands and unusual characters, and the marks that change what a number is
+worth: a scale word (`5\\text{ thousand}`), a number base (`101_2`), a prime (`5'`, feet or
+minutes). An answer may only have the features its key has (`0.0, 0.5909` allows several
+values; `3 \\pm \\sqrt 2` allows ±), and a percentage must match a percentage. Units after the
+value (`5 \\text{ cm}`) must be the key's, where the key has units; the checker reads none, so
+`value_of` strips them from both. Structural faults (unbalanced braces, math delimiters or a
+box inside the answer, deep nesting) always fail. The screen is defence in depth; math-verify
+still decides equality.
 """
 
 from __future__ import annotations
@@ -20,13 +23,19 @@ from dataclasses import dataclass
 
 MAX_DEPTH = 16  # nested groups, brackets and parentheses; real answers use a few
 MAX_PROSE_WORDS = 3  # words in \text{...}: units ("5 square cm") pass, sentences do not
+MAX_SUBSCRIPT_TOKENS = 8  # a number base is short (`_2`, `_{16}`); reading no further keeps the pass linear
 
 # What each feature is called in the feedback ("Your final answer <phrase>").
 SEVERAL, SET, ALTERNATIVES, PLUS_MINUS = "several", "set", "alternatives", "plus-minus"
 RELATION, NEGATION, IMPLICATION, RANGE = "relation", "negation", "implication", "range"
 PERCENT, RATIO, PROSE, EQUATION = "percent", "ratio", "prose", "equation"
+# Marks that change what a number is worth; a scale and a base carry their text: "scale:thousand".
+SCALE, BASE, PRIME = "scale", "base", "prime"
 # In the order feedback names them: the most specific first (`between 3 and 5` is a range).
 _PHRASES = {
+    SCALE: "scales a number with “{}”",
+    BASE: "writes a number in a base (`_{}`) other than the one the problem asks for",
+    PRIME: "marks a number with a prime (feet, minutes), which the problem does not ask for",
     ALTERNATIVES: "offers alternatives",
     PLUS_MINUS: "gives two values with ±",
     RELATION: "is a relation or an approximation, not a value",
@@ -41,6 +50,15 @@ _PHRASES = {
     EQUATION: "is an equation other than `x = value`",
 }
 _ORDER = {feature: rank for rank, feature in enumerate(_PHRASES)}  # unknown commands and characters last
+# Magnitudes and parts that scale the number before them: `5\text{ thousand}` is 5000, not 5.
+_SCALE_WORDS = {
+    "hundred", "thousand", "million", "billion", "trillion", "quadrillion", "lakh", "crore", "myriad", "grand",
+    "dozen", "gross", "score", "half", "halve", "third", "quarter", "fourth", "fifth", "sixth", "seventh",
+    "eighth", "ninth", "tenth", "hundredth", "thousandth", "millionth", "billionth", "squared", "cubed",
+    "permille", "ppm", "ppb",
+}  # fmt: skip
+# Abbreviations that scale only as text (`5\text{k}`); bare, `k` or `mn` is a variable or a product.
+_SCALE_MARKS = {"k", "K", "M", "B", "bn", "mn", "mln"}
 
 _GREEK = {
     "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
@@ -98,6 +116,9 @@ _CHAR_FEATURES = {
 # Characters math-verify reads as a value or an operator; other non-ASCII ones need the key.
 _PLAIN_CHARS = frozenset("0123456789+-*/^_()[]{}.!'|=" "πק−")
 _TEXT_COMMANDS = {"\\text", "\\textbf", "\\textit", "\\textrm", "\\mathrm", "\\mbox", "\\operatorname"}
+# Between two numbers, these leave them side by side: math-verify drops them, then adds or joins
+# the numbers (`1\text{ }2` and `1'2` are 12, `1\displaystyle 2` was 3). So does any \text{...} group.
+_SEPARATORS_DROPPED = _TEXT_COMMANDS | {"'", "\\$", "\\displaystyle"}
 _OPENERS, _CLOSERS = {"{", "(", "[", "\\{"}, {"}", ")", "]", "\\}"}
 # Tokens that only group: `\text{x} = 5` names x.
 _GROUPING = _TEXT_COMMANDS | {"{", "}", "\\left", "\\right"}
@@ -110,6 +131,8 @@ class Shape:
     features: frozenset[str]
     depth: int
     problem: str | None  # a structural fault: always fails
+    value: str  # the answer without its units: what the checker compares
+    units: str = ""  # the units after the value, normalised ("cm ^2", "square unit"); "" for none
 
 
 def screen(answer: str, key: str) -> str | None:
@@ -121,10 +144,19 @@ def screen(answer: str, key: str) -> str | None:
         return f"Your final answer nests more than {max(MAX_DEPTH, wanted.depth)} levels deep."
     if PERCENT in wanted.features and PERCENT not in shape.features:
         return "Your final answer is not a percentage, but the problem asks for one."
-    extra = sorted(shape.features - _allowed(wanted.features), key=lambda f: (_ORDER.get(f, len(_ORDER)), f))
-    if not extra:
-        return None
-    return f"Your final answer {_phrase(extra[0])}; give one value, in the form the problem asks for."
+    extra = sorted(shape.features - _allowed(wanted.features), key=_feedback_order)
+    if extra:
+        return f"Your final answer {_phrase(extra[0])}; give one value, in the form the problem asks for."
+    if shape.units and wanted.units and shape.units != wanted.units:
+        return (f"Your final answer is in “{shape.units}”, not in the unit the problem asks for; "
+                "give the value in that unit, or the number alone.")  # fmt: skip
+    return None
+
+
+def value_of(latex: str) -> str:
+    """What the checker compares: `latex` without the units after its value (`5 \\text{ cm}` is 5),
+    which `screen` has already held to the key's."""
+    return shape_of(latex).value
 
 
 def _allowed(key_features: frozenset[str]) -> frozenset[str]:
@@ -136,12 +168,17 @@ def _allowed(key_features: frozenset[str]) -> frozenset[str]:
     return frozenset(allowed)
 
 
+def _feedback_order(feature: str) -> tuple[int, str]:
+    return _ORDER.get(feature.partition(":")[0], len(_ORDER)), feature
+
+
 def _phrase(feature: str) -> str:
     if feature.startswith("\\"):
         return f"uses `{feature}`, which the grader does not read here"
     if feature.startswith("U+"):
         return f"contains the character {feature}, which the grader does not read"
-    return _PHRASES[feature]
+    kind, _, detail = feature.partition(":")
+    return _PHRASES[kind].format(detail)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -154,12 +191,13 @@ def shape_of(latex: str) -> Shape:
     prose = 0
     element: list[str] = []
     previous = ""
-    for token in _tokens(latex):
-        if token in _SPACING:
-            continue
+    after_number = False  # only dropped separators since the last number: `5 6`, `5\text{ }6`
+    tokens = [(start, token) for start, token in _tokens(latex) if token not in _SPACING]
+    for index, (_, token) in enumerate(tokens):
         fault = _structural_fault(token)
         if fault is not None:
-            return Shape(frozenset(features), deepest, fault)
+            return Shape(frozenset(features), deepest, fault, latex)
+        in_text = text_group > 0 or (token == "{" and previous in _TEXT_COMMANDS)  # its braces too
         if token in _OPENERS:
             depth += 1
             deepest = max(deepest, depth)
@@ -174,13 +212,18 @@ def shape_of(latex: str) -> Shape:
                 text_group = -1
             braces -= 1
             if braces < 0:
-                return Shape(frozenset(features), deepest, "has a `}` that closes nothing")
+                return Shape(frozenset(features), deepest, "has a `}` that closes nothing", latex)
         feature = _feature(token, previous)
         if feature is not None:
             features.add(feature)
-        if _is_digit(token[0]) and _is_digit(previous[:1]):
-            features.add(SEVERAL)  # `5 6`: math-verify would add them up
-        if text_group > 0 and token[0].isalpha() and len(token) > 1:
+        features |= _value_marks(tokens, index, previous, in_text)
+        if _is_digit(token[0]):
+            if after_number:
+                features.add(SEVERAL)  # math-verify would add them up or join them
+            after_number = True
+        elif not in_text and token not in _SEPARATORS_DROPPED:
+            after_number = False
+        if in_text and token[0].isalpha() and len(token) > 1:
             prose += 1
         if token in _ELEMENT_ENDS:
             features |= _equation_features(element)
@@ -189,11 +232,88 @@ def shape_of(latex: str) -> Shape:
             element.append(token)
         previous = token
     if braces:
-        return Shape(frozenset(features), deepest, "has a `{` that is never closed")
+        return Shape(frozenset(features), deepest, "has a `{` that is never closed", latex)
     features |= _equation_features(element)
     if prose > MAX_PROSE_WORDS:
         features.add(PROSE)
-    return Shape(frozenset(features), deepest, None)
+    value_end, units = _units(tokens)
+    return Shape(frozenset(features), deepest, None, latex[:value_end] if units is not None else latex, units or "")
+
+
+def _value_marks(tokens: list[tuple[int, str]], index: int, previous: str, in_text: bool) -> set[str]:
+    """Marks on a number that math-verify drops, though they change what it is worth."""
+    token = tokens[index][1]
+    if token == "_" and _is_digit(previous[:1]):
+        return {f"{BASE}:{_subscript(tokens, index + 1)}"}  # `101_2`: math-verify reads 101
+    if token == "'" and (_is_digit(previous[:1]) or previous in _CLOSERS):
+        return {PRIME}  # `5'`: math-verify drops quotes
+    if _is_ascii_letter(token[0]) and (in_text or len(token) > 1):
+        scale = _scale(token, in_text)
+        return {f"{SCALE}:{scale}"} if scale else set()
+    return set()
+
+
+def _subscript(tokens: list[tuple[int, str]], start: int) -> str:
+    """The subscript from tokens[start] on (`2`, `{16}`, `{(2)}`), read for a few tokens at most."""
+    if start >= len(tokens):
+        return ""
+    if tokens[start][1] != "{":
+        return tokens[start][1]
+    inside = []
+    for _, token in tokens[start + 1 : start + 1 + MAX_SUBSCRIPT_TOKENS]:
+        if token == "}":
+            break
+        inside.append(token)
+    return "".join(t for t in inside if t not in ("(", ")"))
+
+
+def _scale(word: str, in_text: bool) -> str | None:
+    if in_text and word in _SCALE_MARKS:
+        return word
+    singular = _singular(word.lower())
+    return singular if singular in _SCALE_WORDS else None
+
+
+def _singular(word: str) -> str:
+    """`inches` is `inch`, `units` is `unit`: a unit is the same unit in either number."""
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 2:
+        return word[:-1]
+    return word
+
+
+def _units(tokens: list[tuple[int, str]]) -> tuple[int, str | None]:
+    """Where the value ends, and its units: the `\\text{...}` groups of words that end the answer
+    after a value (`5 \\text{ square cm}`, `5\\,\\mathrm{cm}^2`), normalised. None: no units."""
+    end, groups = len(tokens), []
+    while (group := _unit_group_before(tokens, end)) is not None:
+        end, words = group
+        groups.append(" ".join(words))
+    if end in (0, len(tokens)):
+        return 0, None  # no units, or only text: `\text{(C)}` is the value itself
+    start, token = tokens[end - 1]
+    return start + len(token), " ".join(g for g in reversed(groups) if g)
+
+
+def _unit_group_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, list[str]] | None:
+    """The `\\text{words}` group (and its power: `^2`, `^{2}`) that ends at tokens[end], if any:
+    where it starts, and its words."""
+    texts = [token for _, token in tokens[max(0, end - 4) : end]]
+    power: list[str] = []
+    if texts[-2:-1] == ["^"] and _is_digit(texts[-1][:1]):
+        power, end = [f"^{texts[-1]}"], end - 2
+    elif len(texts) == 4 and texts[0] == "^" and texts[1] == "{" and _is_digit(texts[2][:1]) and texts[3] == "}":
+        power, end = [f"^{texts[2]}"], end - 4
+    if end < 3 or tokens[end - 1][1] != "}":
+        return None
+    start = end - 1
+    while start > 0 and (_is_ascii_letter(tokens[start - 1][1][0]) or tokens[start - 1][1] in (".", "/", "-")):
+        start -= 1
+    if start < 2 or tokens[start - 1][1] != "{" or tokens[start - 2][1] not in _TEXT_COMMANDS:
+        return None
+    words = [_singular(t.lower()) if t[0].isalpha() else t for _, t in tokens[start : end - 1] if t != "."]
+    return start - 2, words + power
 
 
 def _structural_fault(token: str) -> str | None:
@@ -245,8 +365,9 @@ def _is_letter(token: str) -> bool:
     return len(token) == 1 and token.isascii() and token.isalpha()
 
 
-def _tokens(latex: str) -> Iterator[str]:
-    """LaTeX tokens: `\\name`, `\\` + one character, an ASCII word, a number, or one character.
+def _tokens(latex: str) -> Iterator[tuple[int, str]]:
+    """LaTeX tokens and where they start: `\\name`, `\\` + one character, an ASCII word, a
+    number, or one character.
 
     A number keeps its thousands separators (`1,000,000`), which math-verify reads as one value.
     Whitespace separates tokens and is dropped. Each character is looked at a bounded number of times.
@@ -268,7 +389,7 @@ def _tokens(latex: str) -> Iterator[str]:
             end = _number_end(latex, i)
         else:
             end = i + 1
-        yield latex[i:end]
+        yield i, latex[i:end]
         i = end
 
 
