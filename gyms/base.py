@@ -187,6 +187,21 @@ class Episode(ABC):
             info=dict(verdict.info),
         )
 
+    def fault(self, why: str, detail: str = "") -> StepResult:
+        """End the episode on a fault outside `evaluate` (its worker died, the host timed it out,
+        it could not travel): the turn is used and the step is an infrastructure `error`."""
+        self.turn += 1
+        self.done = True
+        return StepResult(
+            observation=f"internal error while checking the answer: {why}",
+            reward=0.0,
+            terminated=True,
+            truncated=False,
+            outcome=Outcome.ERROR,
+            turn=self.turn,
+            info={"error": f"{why}\n{detail}" if detail else why},
+        )
+
     def _judge(self, action: str) -> Verdict:
         """`evaluate`, where only the infrastructure makes an `error`. An answer that makes the
         checker raise would otherwise leave the loss (a policy could learn to hide its failures

@@ -234,9 +234,10 @@ class SlotPool(ABC, Generic[W]):
             raise RuntimeError("the gym pool is closed")
         if self.broken is not None:
             raise self.broken
+        _keyable(episode)
         future: Future[StepCall] = Future()
         with self._lock:  # between turns to queued at once: `_retire` always sees the episode
-            home, slot = _pop(self._homes, episode) or (None, None)
+            home, slot = self._homes.pop(episode, None) or (None, None)
             self._jobs.put(Job(episode, action, future, time.monotonic(), home, slot))
         return future
 
@@ -248,9 +249,10 @@ class SlotPool(ABC, Generic[W]):
         """Close an episode its caller leaves unfinished. One that stays on its worker keeps its
         state in that worker's process, so it is also closed there, by a job on its slot (not a
         step: it is not counted); an episode that ended closed itself there already."""
+        _keyable(episode)
         episode.close()
         with self._lock:
-            home = _pop(self._homes, episode)
+            home = self._homes.pop(episode, None)
             if episode.stays_on_worker and home is not None and not self._closed:
                 # first in the queue: a close only frees what the episode holds
                 self._jobs.put(Job(episode, None, Future(), time.monotonic(), *home), first=True)
@@ -366,7 +368,7 @@ class SlotPool(ABC, Generic[W]):
         if dead:
             self.stats.restarts += 1
         if not result.done:
-            _remember(self._homes, episode, (node, slot if episode.stays_on_worker else None))
+            self._homes[episode] = (node, slot if episode.stays_on_worker else None)
 
     def _fail_all(self, exc: GymPoolBroken) -> None:
         """This slot cannot serve: fail its queue share, and every later call, with `exc`."""
@@ -375,18 +377,12 @@ class SlotPool(ABC, Generic[W]):
             job.future.set_exception(exc)
 
 
-def _pop(homes: weakref.WeakKeyDictionary[Episode, _Home], episode: Episode) -> _Home | None:
-    try:
-        return homes.pop(episode, None)
-    except TypeError:  # an unhashable episode (a dataclass with eq): no home, any worker
-        return None
-
-
-def _remember(homes: weakref.WeakKeyDictionary[Episode, _Home], episode: Episode, home: _Home) -> None:
-    try:
-        homes[episode] = home
-    except TypeError:
-        pass
+def _keyable(episode: Episode) -> None:
+    """The pool remembers an episode between turns by the object itself (weakly), to send its
+    next turn where its files, or its connection, are: it must hash by identity."""
+    if type(episode).__hash__ is None:
+        raise TypeError(f"{type(episode).__name__} cannot be stepped by a gym pool: it is unhashable (a dataclass "
+                        "with eq=True is); declare it with @dataclass(eq=False), or define no __eq__")  # fmt: skip
 
 
 # -- both sides of a step, shared by the executors -----------------------------------------------
@@ -414,19 +410,7 @@ def answer(job: Job, reply: tuple[Any, ...]) -> tuple[Episode, StepResult]:
 
 def failed(job: Job, why: str, detail: str = "") -> tuple[Episode, StepResult]:
     """An infrastructure error: the episode ends, and the step counts as an `error`."""
-    episode = job.episode
-    episode.turn += 1
-    episode.done = True
-    result = StepResult(
-        observation=f"internal error while checking the answer: {why}",
-        reward=0.0,
-        terminated=True,
-        truncated=False,
-        outcome=Outcome.ERROR,
-        turn=episode.turn,
-        info={"error": f"{why}\n{detail}" if detail else why},
-    )
-    return episode, result
+    return job.episode, job.episode.fault(why, detail)
 
 
 # -- the local executor: worker processes on this machine ----------------------------------------

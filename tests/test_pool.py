@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import random
 import subprocess
 
 import pytest
-from toy_gyms import ToyGym
+from toy_gyms import ToyEpisode, ToyGym
 
 from gyms import EpisodeFinishedError, Outcome, Task
 from gyms.base import GYM_EXCEPTION
@@ -118,6 +119,20 @@ def test_stats_count_calls_errors_gym_exceptions_and_busy_time(gym):
             pool.step(gym.open(gym.tasks()[0]), action)
         assert pool.stats.calls == 4 and pool.stats.errors == 1 and pool.stats.gym_exceptions == 1
         assert sum(pool.stats.busy_s) > 0
+
+
+@dataclasses.dataclass  # eq=True: unhashable, so the pool could not remember it between turns
+class ValueEpisode(ToyEpisode):
+    task: Task
+    max_turns: int = 3
+
+    def __post_init__(self) -> None:
+        super().__init__(self.task, self.max_turns)
+
+
+def test_an_episode_the_pool_cannot_remember_is_refused_naming_the_fix(pool):
+    with pytest.raises(TypeError, match=r"ValueEpisode cannot be stepped by a gym pool.*@dataclass\(eq=False\)"):
+        pool.submit(ValueEpisode(Task("t", "p")), "pass")
 
 
 def test_episode_rules():
