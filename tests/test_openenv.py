@@ -39,8 +39,8 @@ if HAS_OPENENV:
     from websockets.sync.client import connect
 
     from gyms.openenv.client import GymClient
-    from gyms.openenv.protocol import MAX_ANSWER_CHARS, AnswerAction
-    from gyms.openenv.server import MAX_PAYLOAD_BYTES
+    from gyms.openenv.protocol import MAX_ANSWER_CHARS, MAX_ID_CHARS, MAX_SEED, AnswerAction
+    from gyms.openenv.server import ATTACH_GRACE_S, MAX_PAYLOAD_BYTES
 
 DEADLINE_S = 120.0
 
@@ -248,6 +248,183 @@ def test_a_vanished_client_has_its_verilog_episode_closed_and_work_directory_rem
         wait_for(lambda: not workdir.exists(), f"{workdir} to be removed after the client vanished")
     finally:
         assert server.stop(signal.SIGTERM) == 0, "".join(server.log)
+
+
+def create_session_over_http(url: str) -> str:
+    """A session made by POST /mcp (openenv/session/create), no connection holding it."""
+    reply = requests.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}, timeout=30)
+    assert reply.status_code == 200, reply.text
+    return reply.json()["result"]["session_id"]
+
+
+def served_a_session(url: str) -> bool:
+    """Whether a new WebSocket client gets a session (False: CAPACITY_REACHED)."""
+    try:
+        with GymClient(base_url=url).sync() as env:
+            return env.reset().observation.prompt != ""
+    except RuntimeError as busy:
+        assert "CAPACITY_REACHED" in str(busy), busy
+        return False
+
+
+def test_sessions_made_over_http_give_their_places_back_after_the_grace():
+    server = Server("math", "--workers", "1", "--max-sessions", "2")
+    try:
+        task = make("math").tasks()[0]
+        made = time.monotonic()
+        held, unheld = create_session_over_http(server.url), create_session_over_http(server.url)
+        with connect(f"{server.url.replace('http://', 'ws://')}/ws?session_id={held}") as attached:
+            attached.send(json.dumps({"type": "reset", "data": {"task_id": task.id}}))
+            assert json.loads(attached.recv())["type"] == "observation"
+            # The unattached session, made with the attached one, expires after the grace and a
+            # WebSocket client gets its place: long before the idle timeout (900 s) OpenEnv waits.
+            wait_for(lambda: served_a_session(server.url), "an unattached session's place", ATTACH_GRACE_S + 30)
+            assert time.monotonic() - made >= ATTACH_GRACE_S  # it held its place for the grace
+            # Past its own grace, the attached session is held by its connection and steps on.
+            attached.send(json.dumps({"type": "step", "data": {"answer": answer("math", task.id, "pass")}}))
+            assert json.loads(attached.recv())["data"]["reward"] == 1.0
+        detached = requests.post(f"{server.url}/mcp", timeout=30, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+                                                                         "params": {"session_id": unheld}})  # fmt: skip
+        assert f"Unknown session_id: {unheld}" in detached.json()["error"]["message"]
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    assert "Traceback" not in "".join(server.log)
+
+
+@needs_icarus
+def test_an_attached_session_ends_with_its_connection_and_cannot_be_attached_again():
+    server = Server("verilog", "--workers", "1")
+    try:
+        task = make("verilog").tasks()[0]
+        session_id = create_session_over_http(server.url)
+        ws_url = f"{server.url.replace('http://', 'ws://')}/ws?session_id={session_id}"
+        # A client in a process of its own attaches the session, fails one turn, and is killed: no close.
+        script = (
+            "import json, sys\n"
+            "from websockets.sync.client import connect\n"
+            f"with connect({ws_url!r}, max_size=None) as ws:\n"
+            f"    ws.send(json.dumps({{'type': 'reset', 'data': {{'task_id': {task.id!r}}}}}))\n"
+            "    ws.recv()\n"
+            f"    ws.send(json.dumps({{'type': 'step', 'data': {{'answer': {answer('verilog', task.id, 'fail')!r}}}}}))\n"
+            "    print(ws.recv(), flush=True)\n"
+            "    sys.stdin.read()\n"
+        )
+        client = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert client.stdout is not None
+        meta = json.loads(client.stdout.readline())["data"]["metadata"]
+        assert meta["outcome"] == "fail" and meta["turn"] < meta["max_turns"]
+        workdir = Path(meta["info"]["workdir"])
+        assert workdir.is_dir()  # the open episode keeps it between turns
+        client.kill()
+        client.wait()
+        wait_for(lambda: not workdir.exists(), f"{workdir} to be removed after the attached client vanished")
+        with connect(ws_url, max_size=None) as again:  # the session ended with its connection
+            refused = json.loads(again.recv())
+        assert refused["type"] == "error" and f"session '{session_id}' is not open" in refused["data"]["message"]
+    finally:
+        assert server.stop(signal.SIGTERM) == 0, "".join(server.log)
+    assert "Traceback" not in "".join(server.log)
+
+
+def test_a_session_closed_under_its_connection_refuses_what_the_connection_sends_next():
+    """OpenEnv's idle timeout closes a session but not its WebSocket: a reset there must not open
+    an episode on the closed session, which nothing would ever close."""
+    server = Server("math", "--workers", "1", "--max-sessions", "1", "--idle-timeout", "1")
+    try:
+        with GymClient(base_url=server.url).sync() as idle:
+            idle.reset()
+            wait_for(lambda: served_a_session(server.url), "the idle session to be closed")
+            with pytest.raises(RuntimeError, match="this session is closed"):
+                idle.reset()
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    assert "Traceback" not in "".join(server.log)
+
+
+# One value of each JSON type, for a field of another type; an integer is also a number.
+JSON_VALUES = {"boolean": True, "integer": 7, "number": 1.5, "string": "text", "array": [1], "object": {"a": 1}, "null": None}
+RESET_FIELDS = {"task_id": "string?", "seed": "integer?", "episode_id": "string?"}  # ?: or null
+ACTION_FIELDS = {"answer": "string", "task_id": "string?", "metadata": "object"}
+STEP_FIELDS = {"timeout_s": "number?", "request_id": "string?"}
+OVERSIZED = {"task_id": "x" * (MAX_ID_CHARS + 1), "episode_id": "x" * (MAX_ID_CHARS + 1), "seed": MAX_SEED + 1,
+             "request_id": "x" * (MAX_ID_CHARS + 1), "answer": "x" * (MAX_ANSWER_CHARS + 1)}  # fmt: skip
+
+
+def wrong_values(kind: str) -> list[object]:
+    """A value of each JSON type a field of `kind` does not take."""
+    takes = {kind.rstrip("?")} | ({"null"} if kind.endswith("?") else set())
+    takes |= {"integer"} if "number" in takes else set()
+    return [value for name, value in JSON_VALUES.items() if name not in takes]
+
+
+def malformed_requests(task_id: str) -> Iterator[tuple[str, object, str]]:
+    """(route, JSON body or raw text, the field its reason must name) for each malformed request."""
+    action = {"answer": "\\boxed{1}", "task_id": task_id}
+    for field, kind in RESET_FIELDS.items():
+        for value in [*wrong_values(kind), OVERSIZED[field]]:
+            yield "/reset", {field: value}, field
+    for field, kind in ACTION_FIELDS.items():
+        for value in [*wrong_values(kind), *([OVERSIZED[field]] if field in OVERSIZED else [])]:
+            yield "/step", {"action": {**action, field: value}}, field
+    for field, kind in STEP_FIELDS.items():
+        for value in [*wrong_values(kind), OVERSIZED.get(field, -1)]:
+            yield "/step", {"action": action, field: value}, field
+    yield "/reset", {"seed": -1}, "seed"
+    yield "/reset", {"colour": "red"}, "colour"
+    yield "/step", {"action": {**action, "colour": "red"}}, "colour"
+    yield "/step", {"action": action, "colour": "red"}, "colour"
+    yield "/step", {"answer": "no action around it"}, "action"
+    for value in wrong_values("string?"):
+        yield "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/close", "params": {"session_id": value}}, "session_id"
+    yield "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"session_id": ["a"]}}, "session_id"
+    yield "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}, "params"
+    yield "/mcp", {"jsonrpc": "1.0", "id": 1, "method": "tools/list"}, "jsonrpc"
+    for route in ("/reset", "/step", "/mcp"):  # bodies that are not a JSON object
+        for raw in ("{not json", "[1]", "null", "[" * 100_000, '{"seed": 1' + "0" * 5000 + "}"):
+            yield route, raw, ""
+
+
+def reason_of(reply: requests.Response) -> object:
+    """The reason an HTTP reply gives: `detail`, or a JSON-RPC error's message, else its text."""
+    try:
+        body = reply.json()
+        return body.get("detail") or body["error"]["message"]
+    except (ValueError, KeyError, AttributeError):
+        return reply.text
+
+
+def test_malformed_arguments_are_one_line_4xx_and_the_server_serves_on(math_server):
+    url = math_server.url
+    task = make("math").tasks()[0]
+    for route, body, field in malformed_requests(task.id):
+        data = body if isinstance(body, str) else json.dumps(body)
+        reply = requests.post(f"{url}{route}", data=data, headers={"content-type": "application/json"}, timeout=60)
+        said = reason_of(reply)
+        case = f"{route} {data[:80]}: {reply.status_code} {said!r}"
+        assert 400 <= reply.status_code < 500 and isinstance(said, str) and "\n" not in said, case
+        assert field in said, case
+
+    with connect(url.replace("http://", "ws://") + "/ws", max_size=None) as ws:  # the same fields over a WebSocket
+        for route, body, field in malformed_requests(task.id):
+            if route == "/mcp" or isinstance(body, str):
+                continue
+            if route == "/reset":
+                ws.send(json.dumps({"type": "reset", "data": body}))
+            elif set(body) == {"action"}:  # the WebSocket's step message is the action alone
+                ws.send(json.dumps({"type": "step", "data": body["action"]}))
+            else:
+                continue
+            reply = json.loads(ws.recv())
+            assert reply["type"] == "error" and reply["data"]["code"] in ("EXECUTION_ERROR", "VALIDATION_ERROR"), reply
+            if route == "/reset":
+                assert field in reply["data"]["message"] and "\n" not in reply["data"]["message"], reply
+        ws.send(json.dumps({"type": "reset", "data": {"task_id": task.id}}))  # the session serves on
+        assert json.loads(ws.recv())["type"] == "observation"
+
+    with GymClient(base_url=url).sync() as env:  # and so does the server: a normal episode
+        env.reset(task_id=task.id)
+        assert env.step(AnswerAction(answer=answer("math", task.id, "pass"))).reward == 1.0
+    assert "Traceback" not in "".join(math_server.log), "".join(math_server.log)
 
 
 def summary_of(out: subprocess.CompletedProcess[str]) -> dict:

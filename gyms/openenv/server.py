@@ -1,43 +1,104 @@
 """A heavygym gym as an OpenEnv environment, on OpenEnv's own server (`harness serve`).
 
-Each WebSocket session (`/ws`) is one `GymEnvironment`: `reset` opens an episode of a task,
-each `step` runs one turn of it in the gym pool (worker processes, every check in the
-sandbox, as in training), and closing the session, or the client going away, closes the
-episode and removes its work directory. OpenEnv's HTTP `/reset` and `/step` make a new
-environment per request: there a step names its task (`task_id`) and is a one-turn episode.
+Each session is one `GymEnvironment`: `reset` opens an episode of a task, each `step` runs one
+turn of it in the gym pool (worker processes, every check in the sandbox, as in training).
+A session lives only while a WebSocket connection holds it: the one that made it (`/ws`, the
+`/mcp` WebSocket), or the one that attached it (`/ws?session_id=...`) to a session made over
+HTTP (`POST /mcp`, `openenv/session/create`), which waits `ATTACH_GRACE_S` for its connection.
+When that connection ends, however it ends, the session closes its episode and removes its
+work directory. OpenEnv's HTTP `/reset` and `/step` make a new environment per request: there
+a step names its task (`task_id`) and is a one-turn episode.
 
 Sessions are bounded (`max_sessions`): one over the bound is refused at once with OpenEnv's
 `CAPACITY_REACHED` error. Steps of all sessions share the pool's workers in arrival order.
+Request bodies are checked strictly before OpenEnv reads them, so that bad input is a one-line
+4xx, never a 500 (docs/openenv.md has the table).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import random
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any, Literal, TypeVar
 
 from fastapi import FastAPI
-from openenv.core.env_server.http_server import create_app
+from fastapi.exceptions import RequestValidationError
+from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import ConcurrencyConfig, EnvironmentMetadata
+from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
+from openenv.core.env_server.types import (
+    ConcurrencyConfig,
+    EnvironmentMetadata,
+    ServerMode,
+    WSErrorCode,
+    WSErrorResponse,
+)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.datastructures import Headers, QueryParams
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gyms.base import Episode, Gym, Task
-from gyms.openenv.protocol import MAX_ANSWER_CHARS, AnswerAction, GymObservation, GymState
+from gyms.openenv.protocol import (
+    MAX_ANSWER_CHARS,
+    MAX_ID_CHARS,
+    AnswerAction,
+    GymObservation,
+    GymState,
+    ResetArguments,
+    StepRequestBody,
+)
 from gyms.pool import SlotPool
 
 # A request body or WebSocket message above this is refused before it is parsed: room for the
 # largest answer with JSON's escapes (up to 6 bytes a character), and no more.
 MAX_PAYLOAD_BYTES = 6 * MAX_ANSWER_CHARS + 64 * 1024
-_RESET_ARGUMENTS = "task_id, seed and episode_id"
+# A session made over HTTP (POST /mcp, openenv/session/create) has no connection to hold it:
+# it is closed this long after it was made unless a WebSocket attached it by then. Enough for
+# a client to attach at once (OpenEnv's own client does), too short to crowd out others.
+ATTACH_GRACE_S = 5.0
+_RESET_ARGUMENTS = "task_id (a task's id), seed (an integer, 0 or more) and episode_id (a string)"
+_SHOWN_PROBLEMS = 5  # a request with more bad fields than this names these and counts the rest
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class RequestError(ValueError):
-    """A request the server cannot serve as asked (an unknown task, a step without an episode):
-    over WebSocket OpenEnv's EXECUTION_ERROR with this message, over HTTP a 400."""
+    """A request the server cannot serve as asked (an unknown task, a step without an episode, a
+    malformed argument): over WebSocket OpenEnv's EXECUTION_ERROR with this message, over HTTP a
+    400 (a malformed body, caught before OpenEnv reads it, is a 422)."""
+
+
+def _validate(model: type[_Model], data: Mapping[str, Any] | bytes, what: str, fix: str) -> _Model:
+    """`data` (JSON text, or already parsed) as `model`; else a one-line RequestError that names
+    each bad field and why, never echoing a value, and ends with `fix`."""
+    try:
+        return model.model_validate_json(data) if isinstance(data, bytes) else model.model_validate(data)
+    except ValidationError as error:
+        raise RequestError(f"{_explain(error.errors(), what)}; {fix}") from None
+
+
+def _explain(errors: Sequence[Any], what: str) -> str:
+    """Validation errors as one line: `unknown field x; field y: Input should be a valid string`."""
+    problems = [_problem(error, what) for error in errors[:_SHOWN_PROBLEMS]]
+    more = f" (and {len(errors) - _SHOWN_PROBLEMS} more)" if len(errors) > _SHOWN_PROBLEMS else ""
+    return "; ".join(problems) + more
+
+
+def _problem(error: Mapping[str, Any], what: str) -> str:
+    where = ".".join(str(part)[:40] for part in error["loc"])  # a key can be as long as the body
+    if error["type"] == "extra_forbidden":
+        return f"unknown {what} {where}"
+    return f"{what} {where}: {error['msg']}" if where else str(error["msg"])
+
+
+def _read_reset(arguments: Mapping[str, Any] | bytes) -> ResetArguments:
+    return _validate(ResetArguments, arguments, "reset argument", f"reset takes {_RESET_ARGUMENTS}")
 
 
 class ServedGym:
@@ -81,17 +142,17 @@ class GymEnvironment(Environment[AnswerAction, GymObservation, GymState]):
         self._episode: Episode | None = None
         self._episode_id: str | None = None
         self._steps = 0
+        self._closed = False
 
-    def reset(
-        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **unknown: Any
-    ) -> GymObservation:
-        if unknown:
-            raise RequestError(f"unknown reset argument(s) {', '.join(sorted(unknown))}: reset takes {_RESET_ARGUMENTS}")
-        task = self.served.task(task_id, seed)
-        self._open(task, episode_id)
+    def reset(self, seed: Any = None, episode_id: Any = None, **others: Any) -> GymObservation:
+        self._refuse_if_closed()
+        arguments = _read_reset({"seed": seed, "episode_id": episode_id, **others})
+        task = self.served.task(arguments.task_id, arguments.seed)
+        self._open(task, arguments.episode_id)
         return GymObservation(prompt=task.prompt, metadata=self._bookkeeping())
 
     def step(self, action: AnswerAction, timeout_s: float | None = None, **_: Any) -> GymObservation:
+        self._refuse_if_closed()
         episode = self._episode
         if episode is None:
             if action.task_id is None:
@@ -143,13 +204,25 @@ class GymEnvironment(Environment[AnswerAction, GymObservation, GymState]):
         )
 
     def close(self) -> None:
-        """Close the open episode, removing its work directory (the session ended or reset)."""
+        """The session ended: close its episode, removing its work directory, for good. OpenEnv
+        can end a session under a connection that still sends (the idle timeout, or another
+        client's openenv/session/close); what it sends then is refused, so no episode outlives
+        its session."""
+        self._closed = True
+        self._close_episode()
+
+    def _close_episode(self) -> None:
         if self._episode is not None:
             self._episode.close()
             self._episode = None
 
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise RequestError("this session is closed (idle past --idle-timeout, or closed by openenv/session/close): "
+                               "connect again for a new one")  # fmt: skip
+
     def _open(self, task: Task, episode_id: str | None) -> Episode:
-        self.close()
+        self._close_episode()
         self._episode = self.served.gym.open(task)
         self._episode_id = episode_id
         self._steps = 0
@@ -166,31 +239,206 @@ def _json_safe(info: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(dict(info), default=str))
 
 
+# True while serving a WebSocket connection: a session made there is held by it.
+_IN_WEBSOCKET: ContextVar[bool] = ContextVar("in_websocket", default=False)
+
+
+class ConnectionBoundServer(HTTPEnvServer):
+    """OpenEnv's server (openenv 0.10.0, pinned: this reads its session tables) with every session
+    bound to a connection. OpenEnv closes a session its WebSocket made when that connection ends,
+    but keeps one made over HTTP until the idle timeout, and one a WebSocket attached after that
+    connection ends; here the first waits `ATTACH_GRACE_S` for a connection, the second ends
+    with its connection."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._expiries: set[asyncio.Task[None]] = set()  # held: the event loop keeps only weak references
+
+    async def _create_session(self) -> tuple[str, Environment]:
+        session_id, env = await super()._create_session()
+        if not _IN_WEBSOCKET.get():
+            expiry = asyncio.create_task(self._expire_unless_attached(session_id))
+            self._expiries.add(expiry)
+            expiry.add_done_callback(self._expiries.discard)
+        return session_id, env
+
+    async def _expire_unless_attached(self, session_id: str) -> None:
+        await asyncio.sleep(ATTACH_GRACE_S)
+        async with self._session_lock:
+            if session_id not in self._sessions or session_id in self._session_websocket_attachments:
+                return  # gone already, or a connection holds it now
+            # Marked attached so that no connection attaches it between here and its end.
+            self._session_websocket_attachments.add(session_id)
+        await self._destroy_session(session_id)
+
+    def is_open(self, session_id: str) -> bool:
+        return session_id in self._sessions
+
+    def end_with_connection(self, session_id: str) -> None:
+        """Close the session when the WebSocket now attaching it ends. OpenEnv closes an attached
+        session at the end of its connection only when a close is pending: one is, from now."""
+        if session_id in self._sessions:
+            self._session_pending_closes.add(session_id)
+
+
+class _BindWebSockets:
+    """ASGI middleware: marks what runs for a WebSocket connection (a session made there is its
+    own), binds a session it attaches to it, and refuses to attach a session that is not open."""
+
+    def __init__(self, app: ASGIApp, server: ConnectionBoundServer) -> None:
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        attach = QueryParams(scope["query_string"]).get("session_id")
+        if attach and not self.server.is_open(attach):
+            await _refuse_websocket(receive, send, f"session {attach[:64]!r} is not open: a session ends with the "
+                                    f"WebSocket that holds it, and one made by POST /mcp {ATTACH_GRACE_S:g} s later "
+                                    "unless a WebSocket attached it; connect to /ws without session_id for a new one")  # fmt: skip
+            return
+        if attach:
+            self.server.end_with_connection(attach)
+        token = _IN_WEBSOCKET.set(True)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _IN_WEBSOCKET.reset(token)
+
+
+async def _refuse_websocket(receive: Receive, send: Send, message: str) -> None:
+    """Accept, say why in OpenEnv's error frame (SESSION_ERROR, as OpenEnv refuses a session), close."""
+    await receive()  # websocket.connect
+    await send({"type": "websocket.accept"})
+    error = WSErrorResponse(data={"message": message, "code": WSErrorCode.SESSION_ERROR})
+    await send({"type": "websocket.send", "text": error.model_dump_json()})
+    await send({"type": "websocket.close", "code": 1000})
+
+
+class _McpParams(BaseModel):
+    """Of /mcp's params, OpenEnv uses `session_id` as a key: a list there was its 500."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    session_id: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+
+
+class _McpRequest(BaseModel):
+    """A JSON-RPC 2.0 request to POST /mcp, as OpenEnv's `JsonRpcRequest`, strictly typed."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    jsonrpc: Literal["2.0"]
+    method: str = Field(max_length=MAX_ID_CHARS)
+    params: _McpParams = Field(default_factory=_McpParams)
+    id: str | int | None = None
+
+
+def _check_reset(body: bytes) -> None:
+    _read_reset(body or b"{}")  # OpenEnv takes an empty body as no arguments
+
+
+def _check_step(body: bytes) -> None:
+    _validate(StepRequestBody, body, "field", 'a step is {"action": {"answer": TEXT}}; GET /schema has the action')
+
+
+def _check_mcp(body: bytes) -> None:
+    _validate(_McpRequest, body, "field", "a JSON-RPC 2.0 request with a string session_id, if any")
+
+
+def _unprocessable(reason: str) -> JSONResponse:
+    return JSONResponse({"detail": reason}, status_code=422)
+
+
+def _bad_rpc(reason: str) -> JSONResponse:
+    return JSONResponse(JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, reason).model_dump(), 400)
+
+
+# The POST routes whose bodies are checked before OpenEnv reads them, and how a refusal is said.
+_SCREENS = {"/reset": (_check_reset, _unprocessable), "/step": (_check_step, _unprocessable),
+            "/mcp": (_check_mcp, _bad_rpc)}  # fmt: skip
+
+
+class _ScreenBodies:
+    """ASGI middleware in front of OpenEnv's HTTP routes: a body over `MAX_PAYLOAD_BYTES` is refused
+    unread, and those of /reset, /step and /mcp are checked strictly before OpenEnv reads them
+    (it reads a seed of `true` as 1, passes unknown fields on, and answers an /mcp session_id
+    that is not a string with a 500)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = _size_refusal(Headers(scope=scope).get("content-length"), scope["method"])
+        screen = _SCREENS.get(scope["path"]) if scope["method"] == "POST" else None
+        if refusal is None and screen is not None:
+            body = await _read_body(receive)
+            if body is None:
+                return  # the client left
+            check, refuse = screen
+            try:
+                check(body)
+            except RequestError as error:
+                refusal = refuse(str(error))
+            receive = _replay(body, receive)
+        await (self.app if refusal is None else refusal)(scope, receive, send)
+
+
+def _size_refusal(declared: str | None, method: str) -> JSONResponse | None:
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_PAYLOAD_BYTES):
+        return JSONResponse({"detail": f"request body of {declared[:20]} bytes; the limit is {MAX_PAYLOAD_BYTES:,}"},
+                            status_code=413)  # fmt: skip
+    if declared is None and method in ("POST", "PUT", "PATCH"):
+        return JSONResponse({"detail": "a request body needs a Content-Length header"}, status_code=411)
+    return None
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the body already read, then whatever the client sends next."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Any:
+        return pending.pop() if pending else await receive()
+
+    return replay
+
+
 def build_app(served: ServedGym, max_sessions: int, idle_timeout_s: float | None) -> FastAPI:
-    """OpenEnv's FastAPI app for `served`, with request bodies capped at `MAX_PAYLOAD_BYTES`."""
-    concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
-    app = create_app(
+    """OpenEnv's routes for `served` (simulation mode, without the web interface whatever
+    OPENENV_MODE and ENABLE_WEB_INTERFACE say), sessions bound to connections, bodies screened."""
+    server = ConnectionBoundServer(
         functools.partial(GymEnvironment, served),
         AnswerAction,
         GymObservation,
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s),
         env_name=f"heavygym-{served.gym.name}",
-        concurrency_config=concurrency,
         state_cls=GymState,
     )
+    app = FastAPI(title=f"heavygym {served.gym.name} gym, served on OpenEnv (docs/openenv.md)")
+    server.register_routes(app, mode=ServerMode.SIMULATION)
 
     @app.exception_handler(RequestError)
     async def bad_request(request, exc: RequestError):  # type: ignore[no-untyped-def]
         return JSONResponse({"detail": str(exc)}, status_code=400)
 
-    @app.middleware("http")
-    async def cap_body(request, call_next):  # type: ignore[no-untyped-def]
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > MAX_PAYLOAD_BYTES):
-            return JSONResponse(
-                {"detail": f"request body of {declared} bytes; the limit is {MAX_PAYLOAD_BYTES:,}"}, status_code=413
-            )
-        if declared is None and request.method in ("POST", "PUT", "PATCH"):
-            return JSONResponse({"detail": "a request body needs a Content-Length header"}, status_code=411)
-        return await call_next(request)
+    @app.exception_handler(RequestValidationError)
+    async def unprocessable(request, exc: RequestValidationError):  # type: ignore[no-untyped-def]
+        return _unprocessable(_explain(exc.errors(), "field"))
 
+    app.add_middleware(_ScreenBodies)
+    app.add_middleware(_BindWebSockets, server=server)
     return app
