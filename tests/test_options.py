@@ -32,6 +32,9 @@ def test_values_from_the_command_line_are_parsed():
         (lambda: OPTIONS.seconds("timeout_s", "-1"), "demo gym option timeout_s=-1.0 must be positive"),
         (lambda: OPTIONS.seconds("timeout_s", "nan"), "demo gym option timeout_s=nan must be positive"),
         (lambda: OPTIONS.flag("warm", "maybe"), "demo gym option warm='maybe' must be true or false"),
+        (lambda: OPTIONS.flag("warm", ""), "demo gym option warm='' must be true or false"),
+        (lambda: OPTIONS.whole("seed", "", 0), "demo gym option seed='' must be a whole number"),
+        (lambda: OPTIONS.whole("seed", 2.5, 0), "demo gym option seed=2.5 must be a whole number"),
     ],
 )
 def test_bad_values_name_the_gym_the_option_and_the_fix(parse, message):

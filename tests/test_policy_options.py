@@ -32,6 +32,8 @@ def test_defaults_make_several_minibatches_against_one_proximal_policy():
         ("tiny:lr=nan", "lr='nan' must be a finite number"),
         ("tiny:level=batch", "level='batch' must be token or sequence"),
         ("tiny:drop_zero_advantage=maybe", "must be true or false"),
+        ("tiny:drop_zero_advantage=", "policy option drop_zero_advantage='' must be true or false"),
+        ("tiny:epochs=", "policy option epochs='' must be a whole number"),
         ("tiny:minibatch=4", "unknown policy option 'minibatch': use one of .*minibatches"),
         ("tiny:minibatches", "'minibatches' is not KEY=VALUE"),
         ("tiny:epochs=1,epochs=2", "policy option epochs is given twice"),

@@ -5,6 +5,9 @@ the vllm policy's alone.
 Each is checked here, so a bad one is named the same way whichever way it came:
 
     policy option minibatches=0 must be at least 1
+
+Text is read by the gyms' parser (gyms/options.py: numbers, whole numbers, flags, an empty value
+refused); the ranges below are the policies' own, and their errors show the value as given.
 """
 
 from __future__ import annotations
@@ -12,20 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
+from gyms.options import OptionParser
 
-
-def _error(option: str, value: object, problem: str) -> ValueError:
-    return ValueError(f"policy option {option}={value!r} {problem}")
+_POLICY = OptionParser("policy")
+_error = _POLICY.error
 
 
 def _number(option: str, value: object) -> float:
-    try:
-        number = float(str(value))
-    except ValueError:
-        raise _error(option, value, "must be a number") from None
-    if not math.isfinite(number):
+    if not math.isfinite(number := _POLICY.number(option, value)):
         raise _error(option, value, "must be a finite number")
     return number
 
@@ -57,22 +54,9 @@ def _cap(option: str, value: object) -> float | None:
 
 
 def _whole(option: str, value: object) -> int:
-    try:
-        number = int(str(value))
-    except ValueError:
-        raise _error(option, value, "must be a whole number") from None
-    if number < 1:
+    if (number := _POLICY.whole_number(option, value)) < 1:
         raise _error(option, value, "must be at least 1")
     return number
-
-
-def _flag(option: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text not in _TRUE + _FALSE:
-        raise _error(option, value, "must be true or false")
-    return text in _TRUE
 
 
 def _probability(option: str, value: object) -> float:
@@ -112,11 +96,11 @@ CHECKS: dict[str, Callable[[str, object], object]] = {
     "minibatches": _whole,
     "epochs": _whole,
     "grad_accum": _whole,
-    "drop_zero_advantage": _flag,
+    "drop_zero_advantage": _POLICY.flag,
     # the vllm policy's engine and sampling (ENGINE_OPTIONS)
     "top_p": _probability,
     "stop": _strings,
-    "ignore_eos": _flag,
+    "ignore_eos": _POLICY.flag,
     "dtype": _dtype,
     "kv_cache_mb": _whole,
     "max_model_len": _whole,
