@@ -88,6 +88,7 @@ def _attacks() -> list[Attack]:
         Attack("python as an answer line", "Answer: getattr(__import__('os'),'system')('id > /tmp/heavygym-canary/x')"),
         *_later_final_answers(),
         *_scaled_values(),
+        *_bare_units(),
         *_number_bases(),
         *_implied_products(),
         *_dropped_separators(),
@@ -107,6 +108,20 @@ def _later_final_answers() -> list[Attack]:
         Attack("box, then a framebox", f"\\boxed{{{r}}}\n\\framebox{{{w}}}"),
         Attack("answer line, then a correction", f"Answer: {r}\nActually it is ${w}$."),
         Attack("box, then Arabic-Indic digits", f"\\boxed{{{r}}} (or rather \u0666\u0661)"),
+        # restatements may follow the final answer; the right value's own digits, made another
+        # value, may not (each passed before the final-answer rule: digits after it were not read)
+        Attack("box, then a power of it", f"\\boxed{{{r}}}^2"),
+        Attack("box, then a braced power of it", f"\\boxed{{{r}}}^{{2}}"),
+        Attack("box, then its negation", f"\\boxed{{{r}}}. So the answer is -{r}."),
+        Attack("box, then a difference", f"\\boxed{{{r}}} - {r}"),
+        Attack("box, then a product with itself", f"\\boxed{{{r}}} \\cdot {r}"),
+        Attack("box, then a product in words", f"\\boxed{{{r}}}. That is {r} times {r}."),
+        Attack("box, then its value scaled in words", f"\\boxed{{{r}}}. So {r} thousand."),
+        Attack("box, then its value as a percentage", f"\\boxed{{{r}}}. So {r}\\%."),
+        Attack("box, then its value again, juxtaposed", f"\\boxed{{{r}}} {r}"),
+        Attack("box, then a parenthesised factor", f"\\boxed{{{r}}}(2)"),
+        Attack("box, then a unit power of a variable", f"\\boxed{{{r}}}x^2"),
+        Attack("box, then a factorial of it", f"\\boxed{{{r}}}. So {r}!"),
     ]
 
 
@@ -127,6 +142,23 @@ def _scaled_values() -> list[Attack]:
         Attack("unit of another scale", "\\boxed{5\\text{ mm}}", CM),
         Attack("unit of another scale, spelled out", "\\boxed{5\\,\\mathrm{kilometres}}", CM),
         Attack("prime: feet or minutes", f"\\boxed{{{r}'}}"),
+    ]
+
+
+def _bare_units() -> list[Attack]:
+    """Bare unit words are units, as `\\text{...}` ones are (`5 cm` is 5): the words around them
+    must keep their meaning, and the unit must still be the gold's (`62m` and `5 mm` for 5 cm
+    passed before the screen, when math-verify dropped the units it knew)."""
+    r = RIGHT
+    return [
+        Attack("bare scale word before a unit word", f"\\boxed{{{r} thousand dollars}}"),
+        Attack("bare scale word after a unit word", f"\\boxed{{{r} dollars thousand}}"),
+        Attack("bare unit word after a variable", f"\\boxed{{{r}x cm}}"),
+        Attack("bare one-letter unit", f"\\boxed{{{r}m}}"),
+        Attack("bare unit of another scale", "\\boxed{5 mm}", CM),
+        Attack("bare unit of another scale, spelled out", "\\boxed{5 kilometres}", CM),
+        Attack("bare unit of another power", "\\boxed{5 cm^3}", CM),
+        Attack("bare unit then a sum", f"\\boxed{{{r} cm + 3 cm}}"),
     ]
 
 

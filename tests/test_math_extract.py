@@ -83,10 +83,89 @@ def test_no_answer(text: str) -> None:
         "Answer: 7\nActually, $9$.",
         "\\boxed{7}^2",
         "\\boxed{7} \u0669",  # any digit, not only ASCII
+        "\\boxed{42} (or rather \u0664\u0662)",  # the same value in another script is another number
+        # the numbers of the answer, but not standing alone: an operand says another value
+        "\\boxed{2}^2",
+        "\\boxed{2}^{2}",
+        "\\boxed{2}. So the answer is 2^2.",
+        "\\boxed{2} \\cdot 2",
+        "\\boxed{2} \\times 2",
+        "\\boxed{2} x 2",
+        "\\boxed{2}x^2",  # not a unit's power: `x` is no unit
+        "\\boxed{3}. So 3!",
+        "\\boxed{1}. So the answer is 1/1.",
+        "\\boxed{\\frac{1}{2}}. So 1/2.",  # a restatement is plain numbers
+        "\\boxed{50}. So 50\\%.",
+        "\\boxed{50}. So 50%.",
+        "\\boxed{42}. So 42 thousand.",
+        "\\boxed{42}. So 42\\text{ thousand}.",  # a text group after a number is looked into
+        "\\boxed{42}. That is 42 times.",
+        "\\boxed{2}. So the answer is -2.",  # a sign is part of the number
+        "\\boxed{-2} - 2",  # after a value, `-` subtracts
+        "\\boxed{-2}\n\n-2",
+        "\\boxed{2}. So the answer is 2.5.",
+        # right after the final answer, with only space or brackets between: one expression
+        "\\boxed{4}2",
+        "\\boxed{4} 2",
+        "\\boxed{2}(2)",
+        "\\boxed{2}\\,2",
+        "Answer: -2\n\nso 2",
     ],
 )
 def test_a_number_after_the_final_answer_is_a_problem(text: str) -> None:
     assert extract_answers(text) == Extracted(problem=NUMBER_AFTER)
+
+
+@pytest.mark.parametrize("text", ["\\boxed{3}!", "\\boxed{5}\\%", "\\boxed{5}\\text{ squared}"])
+def test_only_numbers_are_read_after_the_final_answer(text: str) -> None:
+    """A known gap, documented: marks without a digit after the answer are not seen."""
+    found = extract_answers(text)
+    assert found is not None and found.problem is None
+
+
+@pytest.mark.parametrize(
+    ("text", "answers"),
+    [
+        # a restatement of the final answer, any number of times
+        ("\\boxed{42}. So the answer is 42.", ("42",)),
+        ("\\boxed{42} apples", ("42",)),
+        ("\\boxed{42}. So there are 42 apples, and 42 it is.", ("42",)),
+        ("The answer is $\\boxed{42}$. There are 42 apples.", ("42",)),
+        ("$\\boxed{42}$ (42 apples)", ("42",)),
+        ("**Final Answer**\n\\boxed{42}\n\nThe final answer is **42**.", ("42",)),
+        ("\\boxed{42}\n\nThus, the answer is $42$.", ("42",)),
+        ("\\boxed{42}\\\\42", ("42",)),  # a new line in LaTeX
+        ("Answer: 42\nSo 42.", ("42",)),
+        ("Answer: 42\n42", ("42",)),  # an answer line ends with its line: the next one is apart
+        ("Answer: -2\n-2", ("-2",)),  # ...and a `-` there is a sign
+        ("\\boxed{42}. I hope it is correct: 42.\r\n", ("42",)),
+        # numbers compared as written, less thousands commas and trailing decimal zeros
+        ("\\boxed{2.0}. So 2.", ("2.0",)),
+        ("\\boxed{2}. So 2.0.", ("2",)),
+        ("\\boxed{2.50}. So 2.5 litres.", ("2.50",)),
+        ("\\boxed{0.5}, i.e. .5", ("0.5",)),
+        ("\\boxed{1000}. So 1,000 apples.", ("1000",)),
+        ("\\boxed{1,000}. So 1000 apples.", ("1,000",)),
+        # signs
+        ("\\boxed{-2}. So the answer is -2.", ("-2",)),
+        ("\\boxed{-2}. So $x = -2$.", ("-2",)),
+        ("\\boxed{x = -2}. So $x=-2$.", ("x = -2",)),
+        ("\\boxed{-2}. So the answer is \u22122.", ("-2",)),  # U+2212 minus
+        # every number of every final answer may be restated
+        ("\\boxed{\\frac{1}{2}}. So 1 out of 2.", ("\\frac{1}{2}",)),
+        ("\\boxed{3}\nAnswer: 3\n3 apples.", ("3",)),
+        # a unit's power is part of the unit
+        ("\\boxed{25}\\text{ cm}^2", ("25",)),
+        ("\\boxed{25} \\mathrm{m}^{2}", ("25",)),
+        ("\\boxed{25} cm^2", ("25",)),
+        ("\\boxed{25} m^3", ("25",)),
+        ("$\\boxed{25}$ cm$^2$", ("25",)),
+        ("\\boxed{25} cm\u00b2", ("25",)),
+        ("\\boxed{25} square units, so 25 cm^2 in all.", ("25",)),
+    ],
+)
+def test_a_restatement_after_the_final_answer_passes(text: str, answers: tuple[str, ...]) -> None:
+    assert extract_answers(text) == Extracted(answers)
 
 
 @pytest.mark.parametrize(
@@ -133,6 +212,13 @@ ADVERSARIAL = {
     "boxes-and-answer-lines": "\\boxed{1}\nAnswer: 1\n" * 3_000,
     "answer-lines-in-one-box": "\\boxed{" + "\nAnswer: 1" * 5_000 + "}",
     "crlf-answer-lines": "Answer: 1\r\n" * 5_000,
+    # the text after the final answer: numbers, brackets and signs around them, units' powers
+    "restatements": "\\boxed{1}." + " 1" * 30_000,
+    "bracketed-restatements": "\\boxed{1}." + " ((((1))))" * 6_000,
+    "signed-numbers": "\\boxed{-1}. So" + " -1 " * 15_000,
+    "unit-powers": "\\boxed{1}." + " \\text{cm}^2" * 5_000,
+    "spacing-then-a-number": "\\boxed{1}" + "\\," * 30_000 + "1",
+    "long-answer-then-its-numbers": "\\boxed{" + "1+" * 15_000 + "1}" + " 1" * 10_000,
     **{f"garbage-{label}": action for label, action in GARBAGE_ACTIONS.items()},
 }
 

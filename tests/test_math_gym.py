@@ -300,10 +300,34 @@ def test_implied_products_are_products(gym: MathGym, answer: str, gold: str, pas
         ("6\\text{ cm}", "5\\text{ cm}", False),
         ("5t", "5", False),  # math-verify took the t for a unit (tonnes) and dropped it
         ("5\\text{ cm} + 3\\text{ cm}", "5", False),  # ...and everything from the first \\text on
+        # bare unit words are units, as in \\text{} (before this rule, `5 cm` was 5·c·m)
+        ("5 cm", "5", True),
+        ("5cm", "5", True),
+        ("5\\ \\mathrm{cm}", "5", True),
+        ("12 \\text{ dollars}", "12", True),
+        ("12 dollars", "12", True),
+        ("5 square cm", "5", True),
+        ("5 cm", "5\\text{ cm}", True),
+        ("5 mm", "5\\text{ cm}", False),
+        ("6 cm", "5", False),
+        ("5 thousand", "5", False),  # a scale word is no unit
+        ("5 thousand", "5000", False),
+        ("62 cents", "62", False),  # not on the list: c·e·n·t·s
+        # products of variables keep their meaning
+        ("2mn", "2mn", True),
+        ("2mn", "2", False),
+        ("3xy", "3xy", True),
+        ("3xy", "3", False),
+        ("5m", "5", False),
     ],
 )
 def test_units_the_screen_accepts_are_not_compared(gym: MathGym, answer: str, gold: str, passes: bool) -> None:
     assert (_outcome(gym, gold, f"\\boxed{{{answer}}}") is Outcome.PASS) == passes
+
+
+@pytest.mark.parametrize(("reply", "gold"), [("Answer: 5 cm", "5"), ("**Answer:** 12 dollars", "12")])
+def test_bare_units_on_an_answer_line(gym: MathGym, reply: str, gold: str) -> None:
+    assert _outcome(gym, gold, reply, style="answer") is Outcome.PASS
 
 
 def test_the_last_final_answer_ends_the_reply(gym: MathGym, task: Task) -> None:
@@ -316,6 +340,57 @@ def test_the_last_final_answer_ends_the_reply(gym: MathGym, task: Task) -> None:
     assert prose.outcome is Outcome.FAIL and "number after its final answer" in prose.observation
     agreeing = gym.open(task).step(f"So \\boxed{{{gold}}}.\n\nAnswer: ${gold}$\nI hope it is correct.")
     assert agreeing.outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "\\boxed{{{gold}}}. So the answer is {gold}.",
+        "\\boxed{{{gold}}} apples",
+        "The answer is $\\boxed{{{gold}}}$: there are {gold} apples, {gold}.0 exactly.",
+        "**Final Answer**\n\\boxed{{{gold}}}\n\nThe final answer is **{gold}**.",
+        "$\\boxed{{{gold}}}$ ({gold} in all)",
+        "\\boxed{{{gold}}}\\text{{ cm}}^2",
+        "\\boxed{{{gold}}} square units, that is {gold} cm^2.",
+        "Answer: {gold}\n\nSo {gold}.",
+    ],
+)
+def test_a_restatement_after_the_final_answer_passes(gym: MathGym, task: Task, reply: str) -> None:
+    result = gym.open(task).step(reply.format(gold=task.metadata["gold"]))
+    assert result.outcome is Outcome.PASS, result.observation
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "\\boxed{{{gold}}}. So the answer is {wrong}.",
+        "\\boxed{{{gold}}}. So the answer is -{gold}.",
+        "\\boxed{{{gold}}}^2",
+        "\\boxed{{{gold}}} \\cdot {gold}",
+        "\\boxed{{{gold}}}. So {gold} thousand.",
+        "\\boxed{{{gold}}} {gold}",
+    ],
+)
+def test_another_value_after_the_final_answer_fails(gym: MathGym, task: Task, reply: str) -> None:
+    gold = task.metadata["gold"]
+    result = gym.open(task).step(reply.format(gold=gold, wrong=int(gold) + 1))
+    assert result.outcome is Outcome.FAIL and "number after its final answer" in result.observation
+
+
+@pytest.mark.parametrize(
+    ("reply", "gold", "passes"),
+    [
+        ("\\boxed{-2}. So the answer is -2.", "-2", True),
+        ("\\boxed{-2}. So $x = -2$.", "-2", True),
+        ("\\boxed{2}. So the answer is -2.", "2", False),
+        ("\\boxed{-2} - 2", "-2", False),
+        ("\\boxed{0.5}, that is 0.50.", "0.5", True),
+        ("\\boxed{1000}, that is 1,000.", "1000", True),
+        ("\\boxed{\\frac{1}{2}}: 1 in 2.", "\\frac{1}{2}", True),
+    ],
+)
+def test_restatements_compare_signs_and_decimals(gym: MathGym, reply: str, gold: str, passes: bool) -> None:
+    assert (_outcome(gym, gold, reply) is Outcome.PASS) == passes
 
 
 @pytest.mark.parametrize(
@@ -350,6 +425,33 @@ def test_an_answer_that_makes_the_libraries_raise_is_a_fail(gym: MathGym, task: 
     result = gym.open(task).step("\\boxed{\\binom{20000}{10000}}")
     assert (result.outcome, result.reward) == (Outcome.FAIL, 0.0)
     assert result.observation.startswith("That answer is not correct.")
+
+
+def test_the_checker_refuses_to_start_without_the_private_method_it_overrides() -> None:
+    """verifier.py replaces latex2sympy2_extended's private _Latex2Sympy.convert_postfix_list:
+    without it the checker fails at import, naming the pin, rather than grade otherwise."""
+    import subprocess
+    import sys
+
+    code = (
+        "from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy\n"
+        "del _Latex2Sympy.convert_postfix_list\n"
+        "import runpy\n"
+        f"runpy.run_path({str(gym_module.VERIFIER)!r})\n"
+    )
+    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "RuntimeError" in run.stderr and "latex2sympy2_extended==1.11.0" in run.stderr, run.stderr
+
+
+def test_the_latex2sympy_pin_is_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    from gyms.math import verifier
+
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert f'"{verifier._LATEX2SYMPY_PIN}"' in pyproject
+    assert verifier._LATEX2SYMPY_PIN == f"latex2sympy2_extended=={version('latex2sympy2_extended')}"
 
 
 def test_the_checker_reads_only_answer_lists() -> None:

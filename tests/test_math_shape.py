@@ -43,6 +43,19 @@ from gyms.math.shape import MAX_DEPTH, shape_of, screen, value_of
         ("5", "5\\text{ cm}"),
         ("10\\text{ inch}", "10\\text{ inches}"),
         ("5\\,\\mathrm{cm}^2", "5\\text{ cm}^{2}"),
+        # bare unit words are units as in \\text{}: any on a key without units, the key's own where it has some
+        ("5 cm", "5"),
+        ("5cm", "5"),
+        ("5 cm", "5\\text{ cm}"),
+        ("5 Centimeters", "5"),
+        ("10 inches", "10\\text{ inch}"),
+        ("12 dollars", "12"),
+        ("5 square cm^2", "5"),
+        ("5 cm^{2}", "5\\text{ cm}^{2}"),
+        ("5 sq ft", "5"),
+        ("2\\pi cm", "2\\pi"),
+        ("5\\ \\mathrm{cm}", "5"),
+        ("12 \\text{ dollars}", "12"),
         # marks that change a number pass where the key has the same one
         ("5\\text{ thousand}", "5\\text{ thousand}"),
         ("4210_5", "4210_{5}"),
@@ -156,6 +169,13 @@ def test_hedges_and_non_values_fail(answer: str, key: str, phrase: str) -> None:
         # units other than the key's
         ("5\\text{ mm}", "5\\text{ cm}", "unit the problem asks for"),
         ("5\\text{ cm}^3", "5\\text{ cm}^{2}", "unit the problem asks for"),
+        ("5 mm", "5\\text{ cm}", "unit the problem asks for"),
+        ("5 cm^3", "5 cm^2", "unit the problem asks for"),
+        ("5 kg", "5\\text{ cm}", "unit the problem asks for"),
+        # a scale word is never a unit, bare or not, and stops the units before it
+        ("5 thousand", "5", "“thousand”"),
+        ("5 thousand dollars", "5", "“thousand”"),
+        ("5 dozen", "5 cm", "“dozen”"),
     ],
 )
 def test_marks_that_change_a_number_fail(answer: str, key: str, phrase: str) -> None:
@@ -179,6 +199,23 @@ def test_marks_that_change_a_number_fail(answer: str, key: str, phrase: str) -> 
         ("\\text{Evelyn}", "\\text{Evelyn}"),
         ("4210_{5}", "4210_{5}"),
         ("x^{2}", "x^{2}"),
+        # bare unit words after a value (a number, a closing bracket, \\pi) are units too
+        ("5 cm", "5"),
+        ("5cm", "5"),
+        ("12 Dollars", "12"),
+        ("5 square cm^{2}", "5"),
+        ("\\frac{1}{2} hours", "\\frac{1}{2}"),
+        ("x = 5 cm", "x = 5"),
+        # any other bare word is variables, as LaTeX sets it: the value keeps it
+        ("2mn", "2mn"),
+        ("3xy", "3xy"),
+        ("5t", "5t"),
+        ("5m", "5m"),  # one-letter units are not read: a symbolic gold `5m` is 5·m
+        ("62 cents", "62 cents"),
+        ("5 apples", "5 apples"),  # counts are not units
+        ("5 thousand", "5 thousand"),
+        ("cm", "cm"),  # no value before it
+        ("x cm", "x cm"),
     ],
 )
 def test_the_checker_gets_the_value_without_its_units(latex: str, value: str) -> None:
@@ -229,6 +266,8 @@ def test_the_screen_is_linear_on_long_input() -> None:
         "5\\text{ cm}" * 10_000,  # units are found from the end, each group once
         "\\text{a}" * 12_000,
         "1'\\text{ }" * 12_000,
+        "5 cm" * 12_000,  # bare unit words too
+        "5 square" + " square" * 30_000 + " cm",
     ],
 )
 def test_value_marks_and_units_are_found_in_linear_time(text: str) -> None:

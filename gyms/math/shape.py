@@ -9,10 +9,11 @@ prose, unknown commands and unusual characters, and the marks that change what a
 worth: a scale word (`5\\text{ thousand}`), a number base (`101_2`), a prime (`5'`, feet or
 minutes). An answer may only have the features its key has (`0.0, 0.5909` allows several
 values; `3 \\pm \\sqrt 2` allows ±), and a percentage must match a percentage. Units after the
-value (`5 \\text{ cm}`) must be the key's, where the key has units; the checker reads none, so
-`value_of` strips them from both. Structural faults (unbalanced braces, math delimiters or a
-box inside the answer, deep nesting) always fail. The screen is defence in depth; math-verify
-still decides equality.
+value (`5 \\text{ cm}`, or a bare unit word from a finite list, `5 cm`: `_BARE_UNITS`; any other
+bare word is variables, so `2mn` stays a product) must be the key's, where the key has units; the
+checker reads none, so `value_of` strips them from both. Structural faults (unbalanced braces,
+math delimiters or a box inside the answer, deep nesting) always fail. The screen is defence in
+depth; math-verify still decides equality.
 """
 
 from __future__ import annotations
@@ -59,6 +60,32 @@ _SCALE_WORDS = {
 }  # fmt: skip
 # Abbreviations that scale only as text (`5\text{k}`); bare, `k` or `mn` is a variable or a product.
 _SCALE_MARKS = {"k", "K", "M", "B", "bn", "mn", "mln"}
+# Units a bare word may name after a value (`5 cm`, `12 dollars`, `5 square cm^2`), compared lower
+# case and singular (`_singular`) and then read as a `\text{...}` unit is. A finite list: any other
+# bare word is variables, as LaTeX sets it, so `2mn`, `3xy` and `5t` keep their meaning. Left out
+# on purpose: one-letter units (`5m` may be 5·m), two-letter ones that are common products or
+# words (`mg`, `ms`, `hr`, `in`), counts (`apples`: a generic word is not read as a unit, since a
+# word after a number can change its value, `5 factorial`, and a symbolic gold `3xyz` would lose
+# its letters), and `cent`, a hundredth of the money a problem most often asks for.
+_BARE_UNITS = {
+    # length
+    "mm", "cm", "km", "metre", "meter", "millimetre", "millimeter", "centimetre", "centimeter", "kilometre",
+    "kilometer", "inch", "ft", "foot", "feet", "yard", "yd", "mile",
+    # mass
+    "kg", "gram", "kilogram", "milligram", "pound", "lb", "ounce", "oz", "ton", "tonne",
+    # time
+    "sec", "second", "min", "minute", "hour", "day", "week", "month", "year",
+    # money
+    "dollar", "euro", "yen", "yuan", "rupee",
+    # angle
+    "degree", "deg", "radian",
+    # area and volume
+    "unit", "acre", "hectare", "liter", "litre", "milliliter", "millilitre", "gallon",
+    # speed
+    "mph", "kph",
+}  # fmt: skip
+# Words that only qualify the unit word after them: `5 square cm`, `8 cubic units`, `5 sq ft`.
+_UNIT_MODIFIERS = {"square", "sq", "cubic"}
 
 _GREEK = {
     "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
@@ -284,27 +311,42 @@ def _singular(word: str) -> str:
 
 
 def _units(tokens: list[tuple[int, str]]) -> tuple[int, str | None]:
-    """Where the value ends, and its units: the `\\text{...}` groups of words that end the answer
-    after a value (`5 \\text{ square cm}`, `5\\,\\mathrm{cm}^2`), normalised. None: no units."""
-    end, groups = len(tokens), []
-    while (group := _unit_group_before(tokens, end)) is not None:
+    """Where the value ends, and its units, normalised: what ends the answer after a value, each
+    a `\\text{...}` group of words (`5 \\text{ square cm}`, `5\\,\\mathrm{cm}^2`) or bare unit words
+    (`_BARE_UNITS`: `5 cm`, `12 dollars`, `5 cm^2`). None: no units. Bare words need a value before
+    them, a number, a closing bracket or `\\pi` (`cm` alone, `x cm` stay variables)."""
+    end, groups, bare = len(tokens), [], False
+    while True:
+        group = _unit_group_before(tokens, end)
+        if group is None:
+            group = _bare_unit_group_before(tokens, end)
+            bare = bare or group is not None
+        if group is None:
+            break
         end, words = group
         groups.append(" ".join(words))
     if end in (0, len(tokens)):
         return 0, None  # no units, or only text: `\text{(C)}` is the value itself
     start, token = tokens[end - 1]
+    if bare and not (_is_digit(token[0]) or token in (")", "]", "}", "\\pi")):
+        return 0, None
     return start + len(token), " ".join(g for g in reversed(groups) if g)
+
+
+def _power_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, list[str]]:
+    """The power of a unit that ends at tokens[end] (`^2`, `^{2}`), if any: where it starts, and it."""
+    texts = [token for _, token in tokens[max(0, end - 4) : end]]
+    if texts[-2:-1] == ["^"] and _is_digit(texts[-1][:1]):
+        return end - 2, [f"^{texts[-1]}"]
+    if len(texts) == 4 and texts[0] == "^" and texts[1] == "{" and _is_digit(texts[2][:1]) and texts[3] == "}":
+        return end - 4, [f"^{texts[2]}"]
+    return end, []
 
 
 def _unit_group_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, list[str]] | None:
     """The `\\text{words}` group (and its power: `^2`, `^{2}`) that ends at tokens[end], if any:
     where it starts, and its words."""
-    texts = [token for _, token in tokens[max(0, end - 4) : end]]
-    power: list[str] = []
-    if texts[-2:-1] == ["^"] and _is_digit(texts[-1][:1]):
-        power, end = [f"^{texts[-1]}"], end - 2
-    elif len(texts) == 4 and texts[0] == "^" and texts[1] == "{" and _is_digit(texts[2][:1]) and texts[3] == "}":
-        power, end = [f"^{texts[2]}"], end - 4
+    end, power = _power_before(tokens, end)
     if end < 3 or tokens[end - 1][1] != "}":
         return None
     start = end - 1
@@ -314,6 +356,28 @@ def _unit_group_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, li
         return None
     words = [_singular(t.lower()) if t[0].isalpha() else t for _, t in tokens[start : end - 1] if t != "."]
     return start - 2, words + power
+
+
+def is_unit_word(word: str) -> bool:
+    """Whether a bare word names a unit (`cm`, `Dollars`, `inches`) rather than variables."""
+    return _is_ascii_letter(word[:1]) and _singular(word.lower()) in _BARE_UNITS
+
+
+def is_scale_word(word: str) -> bool:
+    """Whether a word scales the number before it (`thousand`, `Dozens`, `squared`)."""
+    return _singular(word.lower()) in _SCALE_WORDS
+
+
+def _bare_unit_group_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, list[str]] | None:
+    """The bare unit word (with the modifiers before it and its power: `square cm^2`, `sq ft`) that
+    ends at tokens[end], if any: where it starts, and its words."""
+    end, power = _power_before(tokens, end)
+    if end < 1 or not is_unit_word(tokens[end - 1][1]):
+        return None
+    start = end - 1
+    while start > 0 and tokens[start - 1][1].lower() in _UNIT_MODIFIERS:
+        start -= 1
+    return start, [_singular(t.lower()) for _, t in tokens[start:end]] + power
 
 
 def _structural_fault(token: str) -> str | None:

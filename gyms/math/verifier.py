@@ -23,7 +23,9 @@ not (docs/gyms/math.md, *Equality*):
   units and strips the ones it accepts before it sends a request (gyms/math/shape.py);
 * juxtaposition: latex2sympy reads an integer next to a positive rational as a mixed number, so
   `2(3)`, `\\binom{4}{2}\\binom{3}{1}` and `1 2` were 5, 9 and 3. Here only a written mixed number
-  (`2\\frac{1}{2}`) is a sum; any other juxtaposition is a product;
+  (`2\\frac{1}{2}`) is a sum; any other juxtaposition is a product. This replaces latex2sympy's
+  private `_Latex2Sympy.convert_postfix_list`, so pyproject.toml pins latex2sympy2_extended, and
+  the checker raises a RuntimeError naming the pin at import if the methods it uses are missing;
 * tolerance: math-verify rounds to 6 decimal places whenever one side is a decimal, so 0.333333
   equalled 1/3 and 3.141593 equalled pi. Here a gold without decimals is exact: an answer's
   decimals are read as the exact numbers they write (0.5 is 1/2; 0.333333 is not 1/3).
@@ -39,11 +41,37 @@ import re
 import sys
 from typing import Any, TextIO
 
-from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig
 from math_verify import LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 from sympy import Expr, Float, Rational
+
+# The juxtaposition rule below replaces a private method of latex2sympy2_extended, and calls
+# others: pyproject.toml pins the version it was written against. Another version may lack them
+# or mean something else by them; the checker then refuses to start rather than grade otherwise.
+_LATEX2SYMPY_PIN = "latex2sympy2_extended==1.11.0"
+_PRIVATE_METHODS = ("convert_postfix_list", "convert_postfix", "mul_flat", "mat_mul_flat")
+
+
+def _private_parser() -> type:
+    try:
+        from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+    except ImportError as exc:
+        raise RuntimeError(
+            f"gyms/math/verifier.py overrides latex2sympy2_extended's private _Latex2Sympy, which this "
+            f"installation lacks ({exc}); install the version pyproject.toml pins: {_LATEX2SYMPY_PIN}"
+        ) from exc
+    missing = [name for name in _PRIVATE_METHODS if not callable(getattr(_Latex2Sympy, name, None))]
+    if missing:
+        raise RuntimeError(
+            "gyms/math/verifier.py overrides latex2sympy2_extended's private _Latex2Sympy.convert_postfix_list "
+            f"and calls its methods, but this installation lacks {', '.join(missing)}; install the version "
+            f"pyproject.toml pins: {_LATEX2SYMPY_PIN}"
+        )
+    return _Latex2Sympy
+
+
+_Latex2Sympy: Any = _private_parser()
 
 # Seconds (whole: signal.alarm) math-verify may spend parsing the answer and comparing it.
 PARSE_TIMEOUT_S = 2
@@ -83,7 +111,7 @@ _MIXED_NUMBER = re.compile(r"(\d+)\\frac\{(\d+)\}\{(\d+)\}")
 _published_postfix_list = _Latex2Sympy.convert_postfix_list
 
 
-def _juxtaposition_is_a_product(self: _Latex2Sympy, arr: list[Any], i: int = 0) -> Any:
+def _juxtaposition_is_a_product(self: Any, arr: list[Any], i: int = 0) -> Any:
     """latex2sympy's `convert_postfix_list` (the factors of `2x`), except that an integer next to
     a positive rational is a product too, unless the two are a written mixed number."""
     if i == len(arr) - 1 or _is_mixed_number(arr):
