@@ -47,12 +47,13 @@ class Bench(Protocol):
     def score(self, job: Job, output: str) -> Score | NoVerdict: ...
 
 
-def read_outputs(job: Job, limit: int) -> bytes | None | NoVerdict:
+def read_outputs(job: Job, limit: int, too_large: str | None = None) -> bytes | None | NoVerdict:
     """The recorded outputs file, read without following links and no further than `limit`."""
     try:
         return job.read(OUTPUTS, limit)
     except hostfs.TooLarge:
-        return NoVerdict(f"the testbench recorded more than the {limit} bytes its samples take", started=True)
+        return NoVerdict(too_large or f"the testbench recorded more than the {limit} bytes its samples take",
+                         started=True)  # fmt: skip
     except hostfs.UnsafePath:
         return NoVerdict(f"{OUTPUTS} is not a regular file", started=True)
 
@@ -189,7 +190,8 @@ class ReplayBench:
         return Build([replay.REPLAY_FILE, DESIGN], replay.REPLAY_TOP)
 
     def score(self, job: Job, output: str) -> Score | NoVerdict:
-        data = read_outputs(job, replay.size_limit(self.expected_ports, self.trace))
+        limit = replay.size_limit(self.expected_ports, self.trace)
+        data = read_outputs(job, limit, replay.too_many_changes(self.trace))
         if isinstance(data, NoVerdict):
             return data
         return replay.score(self.trace, self.expected_ports, data)
