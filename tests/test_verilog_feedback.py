@@ -90,7 +90,7 @@ def _recorded_lines(design, vectors, wrong: dict[str, set[int]]) -> bytes:
             if i in wrong.get(port.name, ()):
                 bits = bits[:-1] + "10"[int(bits[-1])]
             row.append(bits)
-        lines.append(" ".join(row))
+        lines.append(" ".join([*row, "0" * len(widths)]))  # no output moved inside its window
     return ("\n".join(lines) + "\n").encode()
 
 

@@ -94,7 +94,7 @@ def _recorded(design, vectors, rng: random.Random, flips: float, xz: bool) -> by
             j = rng.randrange(widths[k])
             bit = rng.choice("xz") if xz else "10"[int(row[k][j])]
             row[k] = row[k][:j] + bit + row[k][j + 1 :]
-        lines.append(" ".join(row))
+        lines.append(" ".join([*row, "0" * len(widths)]))  # no output moved inside its window
     return ("\n".join(lines) + "\n").encode()
 
 

@@ -2,8 +2,10 @@
 SystemVerilog testbench (see `testbench.py`), driven from Python through cocotb 2.x.
 
 Like that testbench it only applies the stimulus and records the design's outputs, one line
-per vector in `outputs.txt`; the host compares them with the golden model. Nothing here
-knows an expected value, and nothing it prints matters.
+per vector in `outputs.txt`, with one bit per output saying whether it changed inside the
+vector's window (after the rising edge, or the inputs of a combinational task, and before the
+next inputs); the host compares them with the golden model. Nothing here knows an expected
+value, and nothing it prints matters.
 
 This file is copied into the episode's work directory and imported by cocotb inside the
 simulator, so it imports nothing from heavygym: it reads `bench.json` and the stimulus.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 
 import cocotb
+from cocotb.simtime import get_sim_time
 from cocotb.triggers import Timer
 
 
@@ -36,6 +39,13 @@ def _bits(handle, width: int) -> str:  # noqa: ANN001 - cocotb's handle type
     return "".join(c if c in "01z" else "x" for c in text)
 
 
+async def _watch(handle, changed: list[int], k: int) -> None:  # noqa: ANN001 - cocotb's handle type
+    """Keep `changed[k]` at the simulation step (the finest unit) of the output's latest change."""
+    while True:
+        await handle.value_change
+        changed[k] = get_sim_time("step")
+
+
 @cocotb.test()
 async def vectors(dut) -> None:  # noqa: ANN001 - cocotb's handle type
     with open("bench.json") as f:
@@ -45,20 +55,25 @@ async def vectors(dut) -> None:  # noqa: ANN001 - cocotb's handle type
     clk = getattr(dut, clock) if clock else None
     if clk is not None:
         clk.value = 0
+    changed = [0] * len(outputs)
+    for k, (name, _) in enumerate(outputs):
+        cocotb.start_soon(_watch(getattr(dut, name), changed, k))
     with open(bench["outputs_file"], "w") as out:
+        await Timer(1, "ns")
         for word in stimulus:
-            await Timer(1, "ns")
             for name, value in _fields(word, inputs).items():
                 getattr(dut, name).value = value
             if clk is not None:
                 await Timer(4, "ns")
                 clk.value = 1
-                await Timer(2, "ns")
-            else:
-                await Timer(4, "ns")
-            out.write(" ".join(_bits(getattr(dut, name), width) for name, width in outputs) + "\n")
+            due = get_sim_time("step")  # the golden model's values hold from this step on
             if clk is not None:
-                await Timer(3, "ns")
-                clk.value = 0
-            else:
                 await Timer(5, "ns")
+                clk.value = 0
+                await Timer(1, "ns")
+            else:
+                await Timer(10, "ns")
+            # The window ends as the next inputs are applied: record, then go on.
+            values = [_bits(getattr(dut, name), width) for name, width in outputs]
+            moved = "".join("1" if at > due else "0" for at in changed)
+            out.write(" ".join([*values, moved]) + "\n")

@@ -104,9 +104,11 @@ def compare(
     widths: Sequence[int],
     expected: Callable[[int], Sequence[tuple[int, int]]],
     describe: Describe,
+    moved: Callable[[int, int], bool] | None = None,
 ) -> Score:
     """One check per sample and output with any care bit; `expected(i)` gives (value, care) per
-    output, `describe(i, name, want, got)` the feedback lines of a mismatch."""
+    output, `describe(i, name, want, got)` the feedback lines of a mismatch. `moved(i, k)`: output
+    k changed while sample i required it to hold its value, which fails the check whatever the value."""
     passed = total = 0
     counts = [0] * len(names)
     found: list[Mismatch] = []  # each output's first mismatch, and the first MAX_SHOWN of all
@@ -115,7 +117,7 @@ def compare(
             if not care:
                 continue
             total += 1
-            if matches(row[k], value, care):
+            if matches(row[k], value, care) and not (moved is not None and moved(i, k)):
                 passed += 1
                 continue
             counts[k] += 1

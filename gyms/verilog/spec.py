@@ -6,15 +6,16 @@ stimulus one vector (or clock cycle) at a time; the testbench is generated from 
 it produces, so the model is the single source of truth for every simulator and testbench
 form.
 
-Timing contract of the generated testbenches (clocked tasks):
-  t = 10i     clock falls
-  t = 10i + 1 inputs of cycle i are applied (reset included: it is an ordinary input)
-  t = 10i + 5 clock rises
-  t = 10i + 7 outputs are compared with `model.step(inputs_i)`
+Timing contract of the generated testbenches (clocked tasks; docs/gyms/verilog.md):
+  t = 10i       clock falls
+  t = 10i + 1   inputs of cycle i are applied (reset included: it is an ordinary input)
+  t = 10i + 5   clock rises: from here until the next inputs at 10i + 11, the outputs must
+                hold `model.step(inputs_i)` (any change after this time step fails)
 So `step` applies one rising edge with the cycle's inputs and returns the outputs seen just
 after it, with those inputs still applied (Mealy outputs see them too). Combinational tasks
-apply inputs at 10i + 1 and compare at 10i + 5. An output the model returns as `None` is not
-checked in that cycle (a don't-care, e.g. the read data of an empty FIFO).
+apply inputs at 10i + 1 and must hold the model's outputs from then until 10i + 11. An output
+the model returns as `None` is not checked in that cycle (a don't-care, e.g. the read data of
+an empty FIFO).
 """
 
 from __future__ import annotations
