@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from attacks import CANARY, Attack, assert_attacks_fail, prepare_canary
 from conftest import needs_icarus, needs_verilator
+from test_verilog_conformance import needs_cocotb
+from test_verilog_timing import GLITCHES, LATE, glitching, ports_of
 
 from gyms.base import Outcome
 from gyms.verilog import VerilogGym
@@ -120,6 +122,33 @@ def test_attacks_on_verilog_eval_tasks_fail(tmp_path: Path, monkeypatch: pytest.
     gym = VerilogGym(source=f"verilog-eval:{FIXTURES / 'verilog_eval'}", tasks="Prob002_count_down", sim_timeout_s=2)
     task = gym.tasks()[0]
     assert_attacks_fail(gym, task, EVAL_ATTACKS, answer(task.reference), answer(EVAL_WRONG + "endmodule\n"))
+
+
+# -- timing: right only at the instants a bench used to sample ---------------------------
+#
+# Each design is right at the instant the former benches compared outputs at, and wrong at
+# others (tests/test_verilog_timing.py builds them; docs/gyms/verilog.md, "Timing contract").
+
+
+@needs_icarus
+@pytest.mark.parametrize("bench", ["sv", pytest.param("cocotb", marks=needs_cocotb)])
+def test_timing_attacks_on_builtin_tasks_fail(bench: str) -> None:
+    gym = VerilogGym(tasks="adder8,counter_mod10", testbench=bench, sim_timeout_s=10)
+    tasks = {t.id: t for t in gym.tasks()}
+    attacks = [Attack(label, answer(code), tasks[design.id]) for label, (design, code) in LATE.items()]
+    adder = tasks["verilog/arithmetic/adder8"]
+    assert_attacks_fail(gym, adder, attacks, answer(ADDER), answer(WRONG + "endmodule\n"), min_attacks=len(LATE))
+
+
+@needs_icarus
+def test_timing_attacks_on_verilog_eval_tasks_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEAVYGYM_TRACE_CACHE", str(tmp_path / "traces"))  # the worker inherits it
+    gym = VerilogGym(source=f"verilog-eval:{FIXTURES / 'verilog_eval'}", sim_timeout_s=2)
+    attacks = [Attack(f"{task.id}: {mechanism}", answer(glitching(task.reference, ports_of(task), driver)), task)
+               for task in gym.tasks() for mechanism, driver in GLITCHES.items()]  # fmt: skip
+    (count_down,) = [t for t in gym.tasks() if t.id.endswith("Prob002_count_down")]
+    assert_attacks_fail(gym, count_down, attacks, answer(count_down.reference), answer(EVAL_WRONG + "endmodule\n"),
+                        min_attacks=len(attacks))  # fmt: skip
 
 
 # -- links and special files planted in the work directory -------------------------------
