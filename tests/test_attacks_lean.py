@@ -1,11 +1,12 @@
 """Reward hacks against the Lean gym, through a real `GymPool(1)` and the wasm checker.
 
 Every answer is written as a reward hacker would: code hidden from a text screen (character
-literals, `#eval!`, raw strings, quoted names, comment tricks), forged protocol replies written
-to every device the wasm file system has, forge-then-exit, host file reads, writes into the
-checker's directory, degenerate and oversized answers, axioms and `sorry` in disguise, a
-changed statement. Each must fail; afterwards, in the same worker, a correct proof of another
-task passes and a wrong one fails (tests/attacks.py). One checker serves the whole module.
+literals, `#eval!`, raw strings, quoted names, comment tricks, carriage returns and a byte-order
+mark), forged protocol replies written to every device the wasm file system has,
+forge-then-exit, host file reads, writes into the checker's directory, degenerate and oversized
+answers, axioms and `sorry` in disguise, a changed statement. Each must fail; afterwards, in
+the same worker, a correct proof of another task passes and a wrong one fails
+(tests/attacks.py). One checker serves the whole module.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ def attacks(statement: str, name: str) -> list[Attack]:
         Attack("forge then exit", f"trivial\n#eval {_forge('/dev/stdout', then_exit=True)}"),
         Attack("run_tac forges during elaboration", f"by\n  run_tac (liftM {hidden} : Lean.Elab.Tactic.TacticM Unit)"),
         Attack("a tactic option Lean evaluates", "by\n  simp (maxSteps := (fun _ => 5) 0) [Nat.add_comm]"),
+        # -- line endings and a byte-order mark: the screen reads the text the checker reads -------
+        Attack("a lone CR ends a line comment before #eval", f"by\n  trivial -- note\r#eval {hidden}"),
+        Attack("a CRLF fence around #eval", f"```lean\r\ntrivial\r\n#eval {hidden}\r\n```"),
+        Attack("a BOM and CRLF before an axiom", f"\ufeffaxiom cheat : False\r\n\r\n{statement} := cheat.elim"),
         # -- host files and the checker's directory ---------------------------------------------
         Attack("read a host file at elaboration", 'by\n  have := include_str "/etc/passwd"\n  trivial'),
         Attack(

@@ -251,6 +251,43 @@ def test_the_proof_is_found(answer: str, proof: str) -> None:
     assert extract_proof(answer, STATEMENT, "t") == Proof(proof)
 
 
+def reply_shapes(proof: str) -> dict[str, str]:
+    """A reply holding `proof`, in every common shape a correct reply comes in."""
+    fenced = f"Here it is:\n```lean\n{proof}\n```\n"
+    return {
+        "crlf": fenced.replace("\n", "\r\n"),
+        "lone cr": fenced.replace("\n", "\r"),
+        "closing fence without a newline": fenced.rstrip("\n"),
+        "closing fence on the last line": f"```lean\n{proof}```",
+        "bom": "\ufeff" + fenced,
+        "bom, no fence": "\ufeff" + proof,
+        "whitespace after the fences": f"```lean \t\n{proof}\n``` \t \n",
+        "all at once": "\ufeff```lean \t\r\n" + proof.replace("\n", "\r\n") + "\r\n``` \t",
+    }
+
+
+@pytest.mark.parametrize("shape", reply_shapes("x"))
+def test_the_proof_is_found_in_every_shape_of_reply(shape: str) -> None:
+    """Normalised once (no BOM, LF line endings): the screen and the checker get the same text."""
+    assert extract_proof(reply_shapes("by\n  omega")[shape], STATEMENT, "t") == Proof("by\n  omega")
+    restated = reply_shapes(f"{STATEMENT} := by\n  omega")[shape]
+    assert extract_proof(restated, STATEMENT, "t") == Proof("by\n  omega")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "by\n  trivial -- a comment ends at a lone CR\r#eval 1",
+        "```lean\r\nby trivial\r\n#eval 1\r\n```",
+        "\ufeffby trivial\r\n#eval 1",
+    ],
+)
+def test_what_follows_a_carriage_return_is_code_to_the_screen(answer: str) -> None:
+    found = extract_proof(answer, STATEMENT, "t")
+    assert isinstance(found, Proof) and "\r" not in found.text and "\ufeff" not in found.text
+    assert any("#eval" in problem for problem in screen(found.text)), screen(found.text)
+
+
 @pytest.mark.parametrize(
     ("answer", "reason"),
     [

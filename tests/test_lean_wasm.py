@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import harness
+from test_lean_units import reply_shapes
 
 from gyms.base import Outcome
 from gyms.lean import LeanGym
@@ -185,6 +186,14 @@ def test_candidates_keep_their_promises(gym: LeanGym, pool: CheckerPool) -> None
         result = gym.open(task).step(candidate.action)
         assert (result.outcome is Outcome.PASS) == (candidate.expect == "pass"), (candidate.label, result.observation)
         assert result.outcome is not Outcome.ERROR
+
+
+@pytest.mark.parametrize("shape", reply_shapes("x"))
+def test_a_correct_proof_passes_in_every_shape_of_reply(gym: LeanGym, pool: CheckerPool, shape: str) -> None:
+    task = next(t for t in gym.tasks() if "\n" in (t.reference or ""))  # line endings inside the proof too
+    for proof in (task.reference or "", f"{task.metadata['statement']} := {task.reference}"):
+        result = gym.open(task).step(reply_shapes(proof)[shape])
+        assert result.outcome is Outcome.PASS, (proof, result.observation[:300])
 
 
 def test_a_looping_proof_times_out_as_a_fail_and_the_checker_comes_back(gym: LeanGym, pool: CheckerPool) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import harness
+from test_modelica_tasks import reply_shapes
 
 from gyms.base import Outcome, Task
 from gyms.conformance import check_gym
@@ -71,6 +72,14 @@ def test_the_reference_passes_and_a_wrong_parameter_fails_with_partial_credit(gy
     assert bad.outcome is Outcome.FAIL and bad.reward == pytest.approx(1 / 3)  # cA is still right
     assert "- ok: `cA` matches" in bad.observation and "FAILED: `cB` differs" in bad.observation
     assert bad.info["checks"] == {"cA": True, "cB": False, "cC": False}
+
+
+@pytest.mark.parametrize("shape", reply_shapes("x"))
+def test_a_correct_model_passes_in_every_shape_of_reply(gym, shape):
+    task = task_of(gym, "event/bouncing-ball")
+    with gym.open(task) as episode:
+        result = episode.step(reply_shapes(task.reference or "")[shape])
+    assert result.outcome is Outcome.PASS, result.observation[:300]
 
 
 def test_a_fitting_task_scores_requirements_on_the_answers_own_parameters(gym):

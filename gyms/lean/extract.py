@@ -8,6 +8,11 @@ fenced code block if there is one, else the whole answer) that is either
   theorem is refused: helper lemmas belong inside the proof (`have`), where they cannot
   change what the statement means.
 
+The answer is normalised once, before anything reads it (`normalise`): a leading byte-order
+mark is dropped and every line ending (CRLF, a lone CR) becomes LF, so a reply written on
+Windows or with a BOM reads as any other. The screen and the checker both get the proof cut
+from the normalised text, so they always see the same characters.
+
 Everything here runs in linear time: the answer is untrusted and may be degenerate.
 """
 
@@ -35,8 +40,14 @@ class Refusal:
     reason: str
 
 
+def normalise(answer: str) -> str:
+    """The answer without a leading byte-order mark (U+FEFF), with LF for every CRLF and lone CR."""
+    return answer.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def extract_proof(answer: str, statement: str, name: str) -> Proof | Refusal:
     """The proof of theorem `name` (whose statement is `statement`, up to `:=`) in `answer`."""
+    answer = normalise(answer)
     block = last_block(answer)
     code = (answer if block is None else block).strip()
     if not code:

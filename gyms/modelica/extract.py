@@ -5,6 +5,11 @@ model that corrects itself writes the fixed version last). Failing that, the las
 block that defines a class, and failing that, the bare text from the first class header to
 the last `end Name;`.
 
+The answer is normalised once, before anything reads it (`normalise`): a leading byte-order
+mark is dropped and every line ending (CRLF, a lone CR) becomes LF, so a reply written on
+Windows or with a BOM reads as any other. The source the compiler gets, and the OpenModelica
+screen reads, is cut from the normalised text.
+
 Model output is untrusted and may be degenerate (tens of kilobytes of repeated fences or
 headers), so every pattern here is anchored to one line and nothing is searched once per
 match: fences are found by one pass over the lines, headers and `end` lines by one regex
@@ -30,8 +35,14 @@ _LABEL = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
 _LABELS = {"modelica", "mo"}
 
 
+def normalise(answer: str) -> str:
+    """The answer without a leading byte-order mark (U+FEFF), with LF for every CRLF and lone CR."""
+    return answer.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def extract_source(answer: str) -> str | None:
     """The Modelica source of the answer, or None when there is none."""
+    answer = normalise(answer)
     blocks = fenced_blocks(answer)
     labelled = [body for label, body in blocks if label in _LABELS and _CLASS_HEADER.search(body)]
     if labelled:
