@@ -28,7 +28,6 @@ from harness.sim.pipeline import SimConfig, _Simulation, simulate
 from harness.sim.queue import Servers
 from harness.sim.stages import Stages, from_run
 from harness.simulate import replay
-from trainer.buffer import ReadyBuffer, admits
 from trainer.metrics import summarize
 from trainer.policies.profiles import ZERO, HardwareProfile
 from trainer.policies.replay import ReplayPolicy
@@ -199,25 +198,6 @@ def test_a_simulated_hour_stops_at_the_duration():
 def test_bad_configurations_are_value_errors(bad):
     with pytest.raises(ValueError):
         SimConfig(**bad)
-
-
-# -- the admission rule is one function -------------------------------------------------------
-
-
-def test_admission_rule_is_the_synchronous_barrier_at_staleness_0():
-    assert admits(started=3, wasted=0, trainer_version=0, max_staleness=0, batch_groups=4)
-    assert not admits(started=4, wasted=0, trainer_version=0, max_staleness=0, batch_groups=4)
-    assert admits(started=4, wasted=1, trainer_version=0, max_staleness=0, batch_groups=4)  # a wasted group is replaced
-    assert admits(started=4, wasted=0, trainer_version=1, max_staleness=0, batch_groups=4)
-
-
-def test_ready_buffer_admits_what_the_rule_admits():
-    buffer = ReadyBuffer(batch_groups=2, group_size=1, max_staleness=1)
-    started = 0
-    while admits(started, 0, 0, 1, 2):
-        buffer.admit()  # would block forever if the buffer's rule were stricter
-        started += 1
-    assert started == 4 and buffer.accounting.generated == 4
 
 
 # -- distributions and cards ------------------------------------------------------------------

@@ -1,46 +1,17 @@
 """The ready buffer: completed groups wait here for the trainer, under admission control.
 
-Admission keeps the pipeline from running ahead: a new group may start only while
-`started - wasted < (trainer_version + max_staleness + 1) * batch_groups + oversample`, where
-`wasted` counts groups that will never be trained (fully errored or dropped as stale). Groups
-are then never staler than `max_staleness` when the trainer takes them in order; any that are
-(multi-turn episodes finish out of order) are dropped and counted. With max_staleness 0 and no
-over-sampling this rule *is* the synchronous barrier: no group of step s+1 starts before the
-weights of step s are published.
-
-Over-sampling (`oversample` = k) keeps k more groups in flight than the steps need, and the
-trainer takes groups in completion order, so a step trains on the first `batch_groups` to
-complete and one slow group no longer holds it up. The k left over train at a later step if
-they are still fresh enough, and are otherwise dropped as stale and counted: under sync
-(max_staleness 0) that is every one of them, k groups of gym work wasted per step.
+Its rules (admission, staleness drops, the books) are trainer/rules/buffer.py's, which the
+simulator follows too; this module keeps the lock around them, and what only a real run has:
+the groups themselves, blocking until a rule allows, stopping, and each trajectory's fate.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
 
+from trainer.rules.buffer import Accounting, Books, BufferRules
 from trainer.types import DROPPED_STALE, ERRORED, IN_FLIGHT, TRAINED, Fate, Group, Trajectory
-
-
-@dataclass
-class Accounting:
-    """Trajectory counts. At stop: generated = trained + dropped_stale + errored + in_flight."""
-
-    generated: int = 0
-    trained: int = 0
-    dropped_stale: int = 0
-    errored: int = 0
-    abandoned: int = 0  # in rollout when the run stopped
-    buffered: int = 0  # completed but not trained when the run stopped
-
-    @property
-    def in_flight(self) -> int:
-        return self.abandoned + self.buffered
-
-    def balanced(self) -> bool:
-        return self.generated == self.trained + self.dropped_stale + self.errored + self.in_flight
 
 
 class Stopped(Exception):
@@ -51,69 +22,48 @@ class PipelineFailure(RuntimeError):
     """The run cannot go on: a rollout thread crashed, or every episode ends in an error."""
 
 
-# This many fully errored groups in a row, and no trained group between them, stop the run:
-# the gym is broken, and waiting for a batch would wait forever.
-ERRORED_STREAK_LIMIT = 8
-
-
-def admits(
-    started: int, wasted: int, trainer_version: int, max_staleness: int, batch_groups: int, oversample: int = 0
-) -> bool:
-    """The admission rule: may one more group start? The real buffer and the simulator
-    (harness/sim/) both ask this one function, so the rule lives in one place."""
-    return started - wasted < (trainer_version + max_staleness + 1) * batch_groups + oversample
-
-
 class ReadyBuffer:
     def __init__(self, batch_groups: int, group_size: int, max_staleness: int, oversample: int = 0) -> None:
-        if max_staleness < 0 or oversample < 0:
-            raise ValueError("max_staleness and oversample must be >= 0")
-        self.batch_groups = batch_groups
-        self.oversample = oversample
-        self.group_size = group_size
-        self.max_staleness = max_staleness
-        self.accounting = Accounting()
+        self.rules = BufferRules(batch_groups, group_size, max_staleness, oversample)
         self.fates: list[Fate] = []  # one per trajectory that has one, as the accounting counts them
-        self.staleness: dict[int, int] = {}  # staleness -> trained trajectories
+        self._books = Books()
         self._ready: deque[Group] = deque()
-        self._started = 0
-        self._wasted = 0
         self._trainer_version = 0
         self._stopping = False
         self._failure: PipelineFailure | None = None
-        self._errored_streak = 0
         self._cond = threading.Condition()
+
+    @property
+    def accounting(self) -> Accounting:
+        return self._books.accounting
+
+    @property
+    def staleness(self) -> dict[int, int]:
+        """Trained trajectories by staleness."""
+        return self._books.staleness_histogram()
 
     # -- rollout side ----------------------------------------------------------------------
 
     def admit(self) -> None:
         """Block until a new group may start; raises `Stopped` when the run ends."""
         with self._cond:
-            while not self._stopping and not admits(
-                self._started, self._wasted, self._trainer_version, self.max_staleness, self.batch_groups,
-                self.oversample,
-            ):
+            while not self._stopping and not self.rules.admits(self._books, self._trainer_version):
                 self._cond.wait()
             if self._stopping or self._failure:
                 raise Stopped
-            self._started += 1
-            self.accounting.generated += self.group_size
+            self._books = self._books.admitted(1, self.rules.group_size)
 
     def put(self, group: Group) -> None:
         with self._cond:
-            self.accounting.errored += len(group.errored)
+            self._books = self._books.completed(len(group.trajectories), len(group.errored))
             self.fates += [Fate.of(t, ERRORED) for t in group.errored]
             if group.trajectories:
                 self._ready.append(group)
-                self._errored_streak = 0
-            else:
-                self._wasted += 1
-                self._errored_streak += 1
-                if self._errored_streak >= max(ERRORED_STREAK_LIMIT, self.batch_groups):
-                    self._failure = PipelineFailure(
-                        f"the last {self._errored_streak} groups ended in infrastructure errors; "
-                        f"the gym is not working. Last error: {group.error}"
-                    )
+            elif self.rules.gym_is_broken(self._books):
+                self._failure = PipelineFailure(
+                    f"the last {self._books.errored_streak} groups ended in infrastructure errors; "
+                    f"the gym is not working. Last error: {group.error}"
+                )
             self._cond.notify_all()
 
     def fail(self, why: BaseException) -> None:
@@ -127,7 +77,7 @@ class ReadyBuffer:
     def abandon(self, trajectories: list[Trajectory]) -> None:
         """A group the run stopped in rollout: its trajectories, each as far as it got."""
         with self._cond:
-            self.accounting.abandoned += len(trajectories)
+            self._books = self._books.stopped_with(abandoned=len(trajectories))
             self.fates += [Fate.of(t, IN_FLIGHT) for t in trajectories]
 
     @property
@@ -144,7 +94,7 @@ class ReadyBuffer:
         """Wait for `batch_groups` groups fresh enough for a trainer at `version`."""
         batch: list[Group] = []
         with self._cond:
-            while len(batch) < self.batch_groups:
+            while len(batch) < self.rules.batch_groups:
                 while not self._ready and not self._stopping and self._failure is None:
                     self._cond.wait()
                 if self._failure is not None:
@@ -153,19 +103,14 @@ class ReadyBuffer:
                     self._ready.extendleft(reversed(batch))
                     raise Stopped
                 group = self._ready.popleft()
-                staleness = version - group.version
-                if staleness > self.max_staleness:
-                    self.accounting.dropped_stale += len(group.trajectories)
+                if self.rules.is_stale(group.version, version):
+                    self._books = self._books.dropped_stale(len(group.trajectories))
                     self.fates += [Fate.of(t, DROPPED_STALE, version) for t in group.trajectories]
-                    self._wasted += 1
                     self._cond.notify_all()
                     continue
                 batch.append(group)
-            for group in batch:
-                n = len(group.trajectories)
-                self.accounting.trained += n
-                self.fates += [Fate.of(t, TRAINED, version) for t in group.trajectories]
-                self.staleness[version - group.version] = self.staleness.get(version - group.version, 0) + n
+            self._books = self._books.trained((version - g.version, len(g.trajectories)) for g in batch)
+            self.fates += [Fate.of(t, TRAINED, version) for g in batch for t in g.trajectories]
         return batch
 
     def advance(self, version: int) -> None:
@@ -182,6 +127,6 @@ class ReadyBuffer:
     def close_books(self) -> Accounting:
         """After every rollout thread has stopped: count what is left in the buffer."""
         with self._cond:
-            self.accounting.buffered = sum(len(g.trajectories) for g in self._ready)
+            self._books = self._books.stopped_with(buffered=sum(len(g.trajectories) for g in self._ready))
             self.fates += [Fate.of(t, IN_FLIGHT) for g in self._ready for t in g.trajectories]
-            return self.accounting
+            return self._books.accounting

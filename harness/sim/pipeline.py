@@ -1,8 +1,8 @@
 """The pipeline as a discrete-event simulation, with trainer/'s rules.
 
-* Admission: `trainer.buffer.admits`, the real buffer's rule, over-sampling included, with
-  `rollout_threads` threads (by default batch_groups x (max_staleness + 1) + oversample, as
-  RunConfig). Sync is max_staleness 0.
+* Admission, staleness drops and the books: the real buffer's rules (trainer/rules/buffer.py),
+  over-sampling included, with `rollout_threads` threads (by default batch_groups x
+  (max_staleness + 1) + oversample, as RunConfig). Sync is max_staleness 0.
 * A group pins the trainer's version when it starts. Each of its episodes is a state machine
   of its own, as in rollout.py: it asks its engine for a turn, the answer's gym step queues in
   the gym pool (n workers, FIFO), and when the step returns the episode asks for its next turn
@@ -36,7 +36,7 @@ from harness.costcard import CostCard
 from harness.sim.engine import BatchingEngine
 from harness.sim.queue import Servers
 from harness.sim.stages import Stages
-from trainer.buffer import ERRORED_STREAK_LIMIT, Accounting, admits
+from trainer.rules.buffer import Books, BufferRules
 from trainer.pipeline import RunConfig, RunResult, StepRecord
 from trainer.timeline import Timeline
 
@@ -108,7 +108,7 @@ class _Simulation:
     def __init__(self, card: CostCard, stages: Stages, config: SimConfig) -> None:
         self.card, self.stages, self.config = card, stages, config
         run_config = config.run_config(config.steps)
-        self.staleness_limit = run_config.staleness
+        self.rules = BufferRules(config.batch_groups, config.group_size, run_config.staleness, config.oversample)
         rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(6)]
         self.service = card.service_s.stream(rngs[0])
         self.response = stages.response_s.stream(rngs[1])
@@ -122,15 +122,13 @@ class _Simulation:
         self.events: list[tuple[float, int, int, Any]] = []  # (time, tie-break, kind, payload)
         self.seq = itertools.count()
         self.free_threads = run_config.threads
-        self.started = self.wasted = self.version = self.step = 0
-        self.accounting = Accounting()
-        self.staleness: dict[int, int] = {}
+        self.version = self.step = 0
+        self.books = Books()
         self.ready: deque[_Group] = deque()
         self.batch: list[_Group] = []
         self.training = False
         self.wait_start = self.previous_end = 0.0
         self.records: list[StepRecord] = []
-        self.errored_streak = 0
         self.depth_series: list[tuple[float, int]] = []  # (time, ready groups) when a batch is taken
         self.window: tuple[float, float, float] | None = None  # start, gym and engine busy before it
 
@@ -170,13 +168,14 @@ class _Simulation:
 
     def _start_groups(self, now: float) -> None:
         config = self.config
-        while self.free_threads and admits(
-            self.started, self.wasted, self.version, self.staleness_limit, config.batch_groups, config.oversample
-        ):
-            engine = self.engines[self.started % config.engines]
-            self.started += 1
-            self.free_threads -= 1
-            self.accounting.generated += config.group_size
+        starting = min(self.free_threads, self.rules.room(self.books, self.version))
+        if starting <= 0:
+            return
+        first = self.books.started
+        self.books = self.books.admitted(starting, config.group_size)
+        self.free_threads -= starting
+        for number in range(first, first + starting):
+            engine = self.engines[number % config.engines]
             group, calls = self._new_group()
             for c in calls:
                 self._ask(now, _Episode(group, engine, c))
@@ -203,18 +202,14 @@ class _Simulation:
 
     def _complete(self, now: float, group: _Group) -> None:
         self.free_threads += 1
-        self.accounting.errored += group.errored
+        self.books = self.books.completed(group.trainable, group.errored)
         if group.trainable:
             self.ready.append(group)
-            self.errored_streak = 0
-        else:
-            self.wasted += 1
-            self.errored_streak += 1
-            if self.errored_streak >= max(ERRORED_STREAK_LIMIT, self.config.batch_groups):
-                raise ValueError(
-                    f"every group ends in infrastructure errors (the card's error rate is "
-                    f"{self.card.error_rate:.0%} per call); a real run would stop with PipelineFailure"
-                )
+        elif self.rules.gym_is_broken(self.books):
+            raise ValueError(
+                f"every group ends in infrastructure errors (the card's error rate is "
+                f"{self.card.error_rate:.0%} per call); a real run would stop with PipelineFailure"
+            )
         if not self.training:
             self._take(now)
         self._start_groups(now)
@@ -226,9 +221,8 @@ class _Simulation:
         config = self.config
         while len(self.batch) < config.batch_groups and self.ready:
             group = self.ready.popleft()
-            if self.version - group.version > self.staleness_limit:
-                self.accounting.dropped_stale += group.trainable
-                self.wasted += 1
+            if self.rules.is_stale(group.version, self.version):
+                self.books = self.books.dropped_stale(group.trainable)
             else:
                 self.batch.append(group)
         if len(self.batch) < config.batch_groups:
@@ -236,9 +230,7 @@ class _Simulation:
         batch, self.batch = self.batch, []
         self.depth_series.append((now, len(self.ready)))
         trajectories = sum(g.trainable for g in batch)
-        for g in batch:
-            self.staleness[self.version - g.version] = self.staleness.get(self.version - g.version, 0) + g.trainable
-        self.accounting.trained += trajectories
+        self.books = self.books.trained((self.version - g.version, g.trainable) for g in batch)
         turns = sum(g.turns for g in batch)
         actor_train = next(self.train_fixed) + self.stages.train_turn_s * turns / config.trainers
         update = next(self.update)
@@ -301,10 +293,10 @@ class _Simulation:
         for i in range(pieces):
             timeline.add(f"gym-{i}", "gym_step", start, start + gym_busy / pieces, 0)
         run_config = self.config.run_config(len(self.records))
-        self.accounting.abandoned = (run_config.threads - self.free_threads) * self.config.group_size
-        self.accounting.buffered = sum(g.trainable for g in self.ready)
-        return RunResult(run_config, self.records, timeline, self.accounting, dict(self.staleness), self.depth_series,
-                         self.config.gym_workers, end, placement=self.config.placement)  # fmt: skip
+        books = self.books.stopped_with(abandoned=(run_config.threads - self.free_threads) * self.config.group_size,
+                                        buffered=sum(g.trainable for g in self.ready))  # fmt: skip
+        return RunResult(run_config, self.records, timeline, books.accounting, books.staleness_histogram(),
+                         self.depth_series, self.config.gym_workers, end, placement=self.config.placement)  # fmt: skip
 
 
 def _choices(pmf: tuple[float, ...], rng: np.random.Generator) -> Iterator[int]:

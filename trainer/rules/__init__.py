@@ -1,0 +1,10 @@
+"""The rules the pipeline runs by, written once: the runtime (trainer/buffer.py and the replay
+policy, under their locks and threads) and the simulator (harness/sim/, on its clock) both call
+them, so a simulated run follows the rules of a real one.
+
+| module | rules |
+|---|---|
+| `buffer.py` | admission, staleness drops, and the books they keep (trajectories by fate) |
+
+Pure functions and frozen dataclasses only: no clocks, no threads, no I/O.
+"""
