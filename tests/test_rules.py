@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.sim.engine import BatchingEngine
 from trainer.buffer import ReadyBuffer
+from trainer.policies.profiles import H100_QWEN3_4B, HardwareProfile
+from trainer.rules.batching import call_seconds, next_call
 from trainer.rules.buffer import ERRORED_STREAK_LIMIT, Books, BufferRules, admits
 
 # -- the admission rule is one function -------------------------------------------------------
@@ -74,3 +77,34 @@ def test_a_streak_of_fully_errored_groups_means_the_gym_is_broken():
 def test_bad_buffer_settings_are_refused():
     with pytest.raises(ValueError, match="max_staleness and oversample must be >= 0"):
         BufferRules(2, 4, max_staleness=-1)
+
+
+# -- continuous batching ----------------------------------------------------------------------
+
+
+def test_a_call_takes_every_waiting_request():
+    waiting = ["a", "b", "c"]
+    assert next_call(waiting) == (["a", "b", "c"], [])
+
+
+SLOW_CALLS = HardwareProfile("slow-calls", "a call cost of its own", generate_s_per_token=3e-4, train_s_per_token=1e-6,
+                             update_weights_s=0.01, generate_call_s=0.05)  # fmt: skip
+
+
+@pytest.mark.parametrize("profile", [H100_QWEN3_4B, SLOW_CALLS])
+def test_a_call_lasts_the_profiles_generation_time_of_its_batchs_tokens(profile):
+    """The replay policy charges a call of 3 requests of 512 tokens what the profile charges
+    1536 tokens: batching saves the per-call cost alone."""
+    tokens = 3 * 512
+    assert call_seconds(profile.generate_call_s, profile.generate_s_per_token * tokens) == profile.generate_s(tokens)
+
+
+def test_the_simulated_engine_batches_by_the_rule():
+    engine = BatchingEngine[str](call_s=0.5)
+    engine.ask("first", 1.0)
+    assert engine.start(now=0.0) == 1.5  # alone: it found the engine idle
+    engine.ask("second", 1.0)
+    engine.ask("third", 2.0)  # both arrive during the first call, and share the next
+    assert engine.finish() == ["first"]
+    assert engine.start(now=1.5) == 1.5 + call_seconds(0.5, 3.0)
+    assert engine.finish() == ["second", "third"] and engine.busy == 1.5 + 3.5

@@ -1,40 +1,38 @@
-"""One continuously batching rollout engine, by the rule of trainer/policies/batching.py.
+"""One continuously batching rollout engine on the simulator's clock.
 
-A call takes every request waiting when it starts; requests that arrive while it runs wait
-and share the next call, which starts as soon as this one ends. A request that finds the
-engine idle starts a call at once, alone (in the replay policy, the caller that finds the
-engine idle runs the call). A call lasts a fixed cost plus its requests' response times (the
-profile's generate_s of the batch's total tokens), and every request it took is answered at
-its end. Under colocated placement a call waits for the accelerator, and takes its batch
-when it gets it: the event loop decides when `start` may run.
+Which requests share a call and how long it lasts are trainer/rules/batching.py's rules, as the
+replay policy's engine follows them; this keeps the engine's time: when its call ends, and the
+seconds it was busy. Under colocated placement a call waits for the accelerator, and takes its
+batch when it gets it: the event loop decides when `start` may run.
 """
 
 from __future__ import annotations
 
 from typing import Generic, TypeVar
 
+from trainer.rules.batching import call_seconds, next_call
+
 R = TypeVar("R")  # a request: whatever the event loop answers at the call's end
 
 
 class BatchingEngine(Generic[R]):
-    __slots__ = ("call_s", "waiting", "waiting_s", "batch", "end", "busy")
+    __slots__ = ("call_s", "waiting", "batch", "end", "busy")
 
     def __init__(self, call_s: float) -> None:
         self.call_s = call_s  # per call, whatever its size
-        self.waiting: list[R] = []  # requests for the next call
-        self.waiting_s = 0.0  # their response times
+        self.waiting: list[tuple[R, float]] = []  # requests for the next call, with their response times
         self.batch: list[R] | None = None  # the requests of the call in progress; None: idle
         self.end = 0.0  # when the call in progress (or the last one) ends
         self.busy = 0.0  # seconds of every call started so far
 
     def ask(self, request: R, response_s: float) -> None:
-        self.waiting.append(request)
-        self.waiting_s += response_s
+        self.waiting.append((request, response_s))
 
     def start(self, now: float) -> float:
-        """Start a call with every waiting request (the engine is idle); returns its end."""
-        seconds = self.call_s + self.waiting_s
-        self.batch, self.waiting, self.waiting_s = self.waiting, [], 0.0
+        """Start a call with the requests the rule gives it (the engine is idle); returns its end."""
+        batch, self.waiting = next_call(self.waiting)
+        seconds = call_seconds(self.call_s, sum(response_s for _, response_s in batch))
+        self.batch = [request for request, _ in batch]
         self.end = now + seconds
         self.busy += seconds
         return self.end

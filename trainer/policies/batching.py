@@ -1,10 +1,10 @@
 """One emulated rollout engine with continuous batching, for the replay policy.
 
 Callers on any thread hand in a request's response tokens and block until the engine call
-that served it ends. A call takes every request waiting when it starts; requests that arrive
-while it runs wait and share the next call. The caller that finds the engine idle runs that
-call for everyone: it first holds the accelerator (colocated: training may hold it meanwhile,
-and requests keep joining), then takes the batch and runs it.
+that served it ends. Which requests share a call is trainer/rules/batching.py's rule, which the
+simulator follows too. The caller that finds the engine idle runs the next call for everyone:
+it first holds the accelerator (colocated: training may hold it meanwhile, and requests keep
+joining), then takes the batch and runs it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.rules.batching import next_call
 
 @dataclass
 class _Request:
@@ -53,7 +54,7 @@ class BatchingEngine:
         try:
             with self._hold():
                 with self._cond:
-                    batch, self._waiting = self._waiting, []
+                    batch, self._waiting = next_call(self._waiting)
                 self._call(sum(r.tokens for r in batch), max(r.version for r in batch))
         except BaseException as exc:
             failed = exc  # every request of the batch is answered with it, not as if generated

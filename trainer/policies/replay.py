@@ -37,6 +37,7 @@ from gyms import Candidate, Gym, Task
 from trainer.policies.base import Accelerator, Policy
 from trainer.policies.batching import BatchingEngine
 from trainer.policies.profiles import HardwareProfile
+from trainer.rules.batching import call_seconds
 from trainer.types import Generation, Group, Request
 
 PLACEMENTS = {  # where the emulated accelerator stages run, in the words every output uses
@@ -86,8 +87,9 @@ class ReplayPolicy(Policy):
         return generations
 
     def _run_engine_call(self, response_tokens: int, version: int) -> None:
+        response_s = self.profile.generate_s_per_token * response_tokens
         with self._engine_call(version):
-            time.sleep(self.profile.generate_s(response_tokens))
+            time.sleep(call_seconds(self.profile.generate_call_s, response_s))
 
     def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
         tokens = sum(

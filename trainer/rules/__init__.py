@@ -5,6 +5,7 @@ them, so a simulated run follows the rules of a real one.
 | module | rules |
 |---|---|
 | `buffer.py` | admission, staleness drops, and the books they keep (trajectories by fate) |
+| `batching.py` | continuous batching: which requests share an engine call, and how long it lasts |
 
 Pure functions and frozen dataclasses only: no clocks, no threads, no I/O.
 """
