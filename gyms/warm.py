@@ -9,6 +9,13 @@ kill on timeout, stderr tail on a crash, clean-up. Subclasses choose the framing
 then answers every JSON line on stdin with one JSON line on stdout. A request that gets no
 answer in time kills the process (the next request starts a fresh one): a stuck checker
 never blocks the worker.
+
+A request that checks an answer is limited in CPU time (`cpu_s`): what the checker's processes
+(the sandbox's process tree) spend on it, read from /proc while the host waits for the reply. A
+busy machine slows a checker down but does not make it spend more CPU, so a correct answer near
+its limit passes whatever the load. Wall time (`timeout_s`) backs the limit up, `WALL_PER_CPU`
+times as long, for a checker that sleeps or is starved of CPU. Starting a checker is not the
+answer's work: its limit is wall time alone.
 """
 
 from __future__ import annotations
@@ -26,6 +33,16 @@ from gyms.sandbox import Limits, Sandbox, Workdir, kill_group, kill_uid
 
 # Per-request time is bounded by the request timeout; the rlimit only stops a runaway process.
 WARM_CPU_S = 24 * 3600
+# The wall-clock backstop of a CPU-time limit, as a multiple of it: a request that needs its whole
+# CPU budget still gets it while two other processes per core compete for the machine.
+WALL_PER_CPU = 3.0
+# While the host waits for a reply it reads the CPU used this often: a fortieth of the budget,
+# so a request overruns its budget by little, but no more often than every 20 ms (a read scans
+# /proc, ~2 ms) and at least every 0.25 s.
+_CPU_READS_PER_BUDGET = 40
+_CPU_READ_MIN_S = 0.02
+_CPU_READ_MAX_S = 0.25
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 class WarmTimeout(TimeoutError):
@@ -60,7 +77,9 @@ class SandboxedPipe:
         self.files = dict(files or {})
         self.sandbox = sandbox or Sandbox()
         self.starts = 0  # how many processes were started, restarts included
+        self.last_cpu_s: float | None = None  # CPU time the last request with a CPU budget took
         self._proc: subprocess.Popen[bytes] | None = None
+        self._tree: list[int] = []  # the sandbox's processes, as last found
         self._workdir: Workdir | None = None
         self._stderr: IO[bytes] | None = None
         self._buffer = b""
@@ -87,12 +106,21 @@ class SandboxedPipe:
         )
         self.starts += 1
         self._buffer = b""
+        self._tree = []
 
-    def _exchange(self, request: bytes, timeout_s: float) -> dict[str, Any]:
-        """Send one encoded request and wait for its reply, all within `timeout_s`."""
-        deadline = time.monotonic() + timeout_s
+    def _exchange(self, request: bytes, wall_s: float, cpu_s: float | None = None) -> dict[str, Any]:
+        """Send one encoded request and wait for its reply, within `wall_s` of wall time and, if
+        given, `cpu_s` of CPU time spent by the sandbox's processes (then `last_cpu_s` says how much)."""
+        assert self._proc is not None
+        deadline = time.monotonic() + wall_s
+        self.last_cpu_s = None
+        clock = None if cpu_s is None else _CpuClock(self._proc.pid, self._tree, cpu_s)
         self._send(request, deadline)
-        return self._receive(deadline)
+        reply = self._receive(deadline, clock)
+        if clock is not None:
+            self.last_cpu_s = clock.spent_s()
+            self._tree = clock.pids
+        return reply
 
     def _send(self, data: bytes, deadline: float) -> None:
         # Non-blocking writes: a stuck checker with a full pipe must not block us.
@@ -112,7 +140,7 @@ class SandboxedPipe:
                 except BrokenPipeError:
                     self._crashed("the process exited")
 
-    def _receive(self, deadline: float) -> dict[str, Any]:
+    def _receive(self, deadline: float, clock: _CpuClock | None = None) -> dict[str, Any]:
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         with selectors.DefaultSelector() as sel:
@@ -121,7 +149,9 @@ class SandboxedPipe:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self._timed_out("gave no answer in time")
-                if not sel.select(timeout=remaining):
+                if clock is not None and clock.over_budget():
+                    self._timed_out(f"spent more than {clock.budget_s:g} s of CPU time on one request")
+                if not sel.select(timeout=remaining if clock is None else min(remaining, clock.until_read())):
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -202,10 +232,12 @@ class WarmProcess(SandboxedPipe):
         super().__init__(argv, name, limits, env=env, sandbox=sandbox)
         self.start_timeout_s = start_timeout_s
 
-    def request(self, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+    def request(self, payload: Mapping[str, Any], timeout_s: float, cpu_s: float | None = None) -> dict[str, Any]:
+        """The reply to one request, within `timeout_s` of wall time and, if given, `cpu_s` of CPU
+        time (make `timeout_s` WALL_PER_CPU times that); past either the process is killed."""
         if not self.running:
             self._start()
-        return self._exchange(json.dumps(payload).encode() + b"\n", timeout_s)
+        return self._exchange(json.dumps(payload).encode() + b"\n", timeout_s, cpu_s)
 
     def _start(self) -> None:
         self._launch()
@@ -227,3 +259,71 @@ class WarmProcess(SandboxedPipe):
         if not isinstance(reply, dict):
             self._crashed(f"a reply must be a JSON object, got {line[:200]!r}")
         return reply
+
+
+class _CpuClock:
+    """The CPU time a process tree spends from now on, against a budget. While the host waits it
+    is read at most every `_CPU_READ_*` interval, and each read finds the tree again, so processes
+    the checker starts meanwhile count too (their whole lives: they were born during the request).
+    A process's figure includes the children it has reaped."""
+
+    def __init__(self, root: int, known: list[int], budget_s: float) -> None:
+        self.root = root
+        self.budget_s = budget_s
+        # The tree found by the last request of this process: reading it costs far less than a scan.
+        self.pids = known or list(_tree_cpu(root))
+        self._start = _cpu_of(self.pids)
+        self._interval = min(_CPU_READ_MAX_S, max(_CPU_READ_MIN_S, budget_s / _CPU_READS_PER_BUDGET))
+        self._next_read = time.monotonic() + self._interval
+
+    def until_read(self) -> float:
+        return max(0.0, self._next_read - time.monotonic())
+
+    def over_budget(self) -> bool:
+        """Whether the tree has spent more than the budget, as of a read made now if one is due."""
+        if time.monotonic() < self._next_read:
+            return False
+        self._next_read = time.monotonic() + self._interval
+        return self._spent(_tree_cpu(self.root)) > self.budget_s
+
+    def spent_s(self) -> float:
+        """What the tree, as last found, has spent so far."""
+        return self._spent(_cpu_of(self.pids))
+
+    def _spent(self, now: dict[int, float]) -> float:
+        self.pids = list(now)
+        return sum(cpu - self._start.get(pid, 0.0) for pid, cpu in now.items())
+
+
+def _tree_cpu(root: int) -> dict[int, float]:
+    """CPU seconds of `root` and of every process below it, by pid (one scan of /proc)."""
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            children.setdefault(stat[0], []).append(int(entry.name))
+            cpu[int(entry.name)] = stat[1]
+    tree: dict[int, float] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        if pid in cpu:
+            tree[pid] = cpu[pid]
+            todo += children.get(pid, [])
+    return tree
+
+
+def _cpu_of(pids: list[int]) -> dict[int, float]:
+    """CPU seconds of each of `pids` that is still there."""
+    return {pid: stat[1] for pid in pids if (stat := _stat(pid)) is not None}
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds: user and system time, its reaped children's included) from
+    /proc/PID/stat; None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # the name, in parentheses, may hold anything
+    except OSError:
+        return None
+    return int(fields[1]), sum(int(ticks) for ticks in fields[11:15]) / _TICKS_PER_S

@@ -17,7 +17,7 @@ from gyms.lean.checker import CheckerPool, LeanCrashedOnProof, default_pool_size
 from gyms.lean.heavycheck import HeavyCheckProcess
 from gyms.lean.protocol import Axiom, Message, ProofJob, ProtocolError, ProtocolViolation
 from gyms.lean.repl import ReplProcess
-from gyms.warm import WarmCrash, WarmTimeout
+from gyms.warm import WALL_PER_CPU, WarmCrash, WarmTimeout
 
 FAKE_REPL = r"""
 import json, sys, time
@@ -42,6 +42,9 @@ for line in sys.stdin:
     cmd = request["cmd"]
     if "sleep" in cmd:
         time.sleep(600)
+    if "spin" in cmd:
+        while True:
+            pass
     if "exit" in cmd:
         sys.exit(3)
     if "refuse" in cmd:
@@ -197,10 +200,19 @@ def test_a_violation_is_not_retried_on_a_fresh_process() -> None:
 def test_a_stuck_check_is_killed_in_time_and_the_checker_restarts(pool: CheckerPool) -> None:
     pool.warm_up()
     started = time.monotonic()
-    with pytest.raises(WarmTimeout):
-        pool.check(job("sleep"), 1.0)
-    assert time.monotonic() - started < 5
+    with pytest.raises(WarmTimeout, match="no answer in time"):
+        pool.check(job("sleep"), 1.0)  # sleeping spends no CPU time: the wall-clock backstop stops it
+    assert time.monotonic() - started < 1.0 * WALL_PER_CPU + 5
     assert pool.check(job("ok"), 10).messages == ()
+    assert pool.starts == 2
+
+
+def test_a_check_that_spins_is_stopped_at_its_cpu_budget_and_a_check_reports_its_cpu(pool: CheckerPool) -> None:
+    pool.warm_up()
+    with pytest.raises(WarmTimeout, match="more than 1 s of CPU time"):
+        pool.check(job("spin"), 1.0)
+    checked = pool.check(job("ok"), 10)
+    assert checked.messages == () and checked.cpu_s is not None and 0 <= checked.cpu_s < 10
     assert pool.starts == 2
 
 
@@ -239,7 +251,7 @@ def test_a_checker_started_for_a_short_lived_thread_outlives_it(pool: CheckerPoo
 def test_health_check_and_recycling() -> None:
     recycling = CheckerPool(FakeBackend(recycle_after=2), header="", size=2)  # type: ignore[arg-type]
     try:
-        reports = recycling.health(timeout_s=10)
+        reports = recycling.health(cpu_s=10)
         assert [r.ok for r in reports] == [True, True]
         for _ in range(4):
             recycling.check(job("ok"), 10)

@@ -18,6 +18,7 @@ from gyms.modelica.catalog import Setup, load_catalog
 from gyms.modelica.library import LIBRARY_ROOT
 from gyms.modelica.mutations import as_answer
 from gyms.registry import GymLoadError, make
+from gyms.warm import WALL_PER_CPU
 
 USERLIB = Path(__file__).parent / "fixtures" / "modelica" / "userlib"
 
@@ -43,7 +44,6 @@ def simulate_reference(task_id: str) -> dict:
     return runner.handle({
         "source": spec.reference, "filename": "answer.mo", "model": setup.model, "roots": [str(LIBRARY_ROOT)],
         "stop_time": setup.stop_time, "intervals": setup.intervals, "variables": list(setup.variables),
-        "sim_timeout_s": 10.0,
     })  # fmt: skip
 
 
@@ -182,6 +182,16 @@ def test_per_call_runners_work_in_the_episodes_own_workdir():
     assert not workdir.exists()
 
 
+def test_a_model_that_never_ends_is_stopped_by_the_cpu_limit_of_a_per_call_runner():
+    gym = ModelicaGym(warm="false", sim_timeout_s=0.5)  # 2.5 s of CPU time per call
+    spec = next(s for s in load_catalog() if s.id == "event/drug-dosing")
+    old, new = spec.mutations["never-ends"]
+    with gym.open(task_of(gym, spec.id)) as episode:
+        result = episode.step(as_answer(spec.reference.replace(old, new)))
+    assert result.outcome is Outcome.FAIL and result.info["timed_out"] is True, result.observation
+    assert "of CPU time" in result.observation
+
+
 def test_a_library_root_adds_user_libraries():
     setup = Setup(model="Store", stop_time=2.0, intervals=20, variables=("leak.x",))
     reference = "model Store\n  UserLib.Leak leak(k = 0.5);\nend Store;"
@@ -213,7 +223,7 @@ def test_a_library_below_a_private_directory_reaches_the_sandbox(tmp_path):
 def test_options_from_the_command_line_and_their_errors():
     gym = make("gyms.modelica:ModelicaGym", max_turns="2", sim_timeout_s="1.5", warm="no")
     assert gym.max_turns == 2 and gym.config.sim_timeout_s == 1.5 and not gym.config.warm
-    assert gym.step_timeout_s == 3 * (1.5 + 5.0)
+    assert gym.step_timeout_s == 3 * (1.5 + 2.0) * WALL_PER_CPU  # three calls, each at its wall-clock backstop
     assert gym.describe()["rumoca"] == "0.10.2" and gym.describe()["backend"] == "rumoca"
     for bad, message in [({"backend": "dymola"}, "use one of rumoca, openmodelica"), ({"warm": "maybe"}, "true or false")]:
         with pytest.raises((ValueError, GymLoadError), match=message):

@@ -21,6 +21,7 @@ from gyms.modelica.compare import event_times, grid
 from gyms.modelica.library import LIBRARY_ROOT
 from gyms.modelica.simulation import SimRequest
 from gyms.sandbox import Sandbox
+from gyms.warm import WALL_PER_CPU
 
 # What makes a task heavy: this many continuous states, or this many events in the reference run.
 MIN_STATES = 50
@@ -44,7 +45,7 @@ def test_the_suite_option_selects_the_heavy_tasks(heavy: ModelicaGym) -> None:
     assert len(heavy.tasks("train")) >= 12  # `harness gyms profile` measures the train split
     assert all(t.id.startswith("heavy/") for t in tasks)
     assert heavy.describe()["suite"] == "heavy"
-    assert heavy.config.sim_timeout_s == 20.0 and heavy.step_timeout_s == 3 * (20.0 + 5.0)
+    assert heavy.config.sim_timeout_s == 20.0 and heavy.step_timeout_s == 3 * (20.0 + 2.0) * WALL_PER_CPU
     assert ModelicaGym(suite="heavy", sim_timeout_s="30").config.sim_timeout_s == 30.0
     core = ModelicaGym()  # the default is still the core suite, with its own budget
     assert core.describe()["suite"] == "core" and core.config.sim_timeout_s == 3.0

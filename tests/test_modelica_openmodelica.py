@@ -45,7 +45,7 @@ def test_the_script_loads_the_used_libraries_simulates_and_reports_parameters():
     assert "simulate(Ball, startTime=0.0, stopTime=1.0, numberOfIntervals=4, tolerance=1e-06" in simulate
     assert 'outputFormat="csv"' in simulate
     assert r'variableFilter="time|h|v|arr\\[1\\]\\.x"' in simulate  # regex-escaped, then .mos-escaped
-    assert 'simflags="-alarm=3 -override=e=0.7"' in simulate
+    assert 'simflags="-alarm=8 -override=e=0.7"' in simulate  # omc's wall-clock alarm: 3 x 2.5 s of CPU time
     assert 'print("@heavygym-param e=" + getParameterValue(Ball, "e") + "\\n");' in lines
     assert result_file(REQUEST) == "Ball_res.csv"
 

@@ -16,3 +16,4 @@ class Checked:
     peak_rss_mb: float | None = None  # cold checks: the lean process's peak memory
     refused: str | None = None  # the checker refused the proof's syntax before elaborating it: why
     refused_at: tuple[int, int] | None = None  # (line, column) of what it refused, in the checked text
+    cpu_s: float | None = None  # CPU time the checker's processes spent on the check

@@ -1,15 +1,18 @@
 """Check proofs: a pool of warm checker processes, or one fresh checker per check (cold).
 
 Both return a `Checked`: Lean's messages, the axioms the theorem depends on, or the checker's
-refusal of the proof's syntax. The warm pool restarts a checker that crashed or was killed for
-taking too long (in the background, so the step that hit the limit returns at once), recycles
-a checker after `backend.recycle_after` checks, and re-runs a check once on a fresh process
-when the checker crashes under it, so that only a proof that crashes Lean twice is blamed
-for it. A protocol violation is never re-run: it fails the check at once.
+refusal of the proof's syntax. A check's time limit is CPU time (`gyms.warm`: the checker's
+processes, measured while the host waits), backed by wall time `WALL_PER_CPU` times as long;
+starting a checker is limited in wall time alone. The warm pool restarts a checker that crashed
+or was killed for taking too long (in the background, so the step that hit the limit returns at
+once), recycles a checker after `backend.recycle_after` checks, and re-runs a check once on a
+fresh process when the checker crashes under it, so that only a proof that crashes Lean twice is
+blamed for it. A protocol violation is never re-run: it fails the check at once.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import time
@@ -22,7 +25,7 @@ from gyms.lean.heavycheck import HeavyCheckProcess
 from gyms.lean.protocol import ProofJob, ProtocolError, ProtocolViolation, axioms_from_messages, json_lines
 from gyms.lean.repl import ReplProcess
 from gyms.sandbox import Limits, Sandbox
-from gyms.warm import WarmCrash, WarmTimeout
+from gyms.warm import WALL_PER_CPU, WarmCrash, WarmTimeout
 
 HEALTH_JOB = ProofJob("", "theorem heavygym_health : 1 + 1 = 2", "heavygym_health", "rfl")
 # What a crashed wasm Lean prints when its 2 GB heap runs out.
@@ -101,13 +104,13 @@ class CheckerPool:
     def _make(self, index: int) -> Checker:
         return make_checker(self.backend, self.header, f"lean-{self.backend.name}-{index}", self.sandbox)
 
-    def check(self, job: ProofJob, timeout_s: float) -> Checked:
-        """Check one proof (raises WarmTimeout, WarmCrash, ProtocolViolation, or ProtocolError
-        when the checker refuses the request)."""
+    def check(self, job: ProofJob, cpu_s: float) -> Checked:
+        """Check one proof within `cpu_s` of CPU time (raises WarmTimeout, WarmCrash,
+        ProtocolViolation, or ProtocolError when the checker refuses the request)."""
         checker = self._acquire()
         started = time.monotonic()
         try:
-            checked = self._check_with_retry(checker, job, timeout_s)
+            checked = self._check_with_retry(checker, job, cpu_s)
         except (WarmTimeout, WarmCrash):
             self._restart_later(checker)
             raise
@@ -118,17 +121,17 @@ class CheckerPool:
             self._restart_later(checker)
         else:
             self._idle.put(checker)
-        return replace(checked, seconds=time.monotonic() - started)
+        return replace(checked, seconds=time.monotonic() - started, cpu_s=checker.last_cpu_s)
 
-    def _check_with_retry(self, checker: Checker, job: ProofJob, timeout_s: float) -> Checked:
+    def _check_with_retry(self, checker: Checker, job: ProofJob, cpu_s: float) -> Checked:
         try:
-            return checker.check(job, timeout_s)
+            return checker.check(job, cpu_s)
         except ProtocolViolation:
             raise  # the checked text did it: no second chance
         except WarmCrash:
             self._start(checker)  # a fresh process: was it the machine, or the proof?
         try:
-            return checker.check(job, timeout_s)
+            return checker.check(job, cpu_s)
         except ProtocolViolation:
             raise
         except WarmCrash as exc:
@@ -168,7 +171,7 @@ class CheckerPool:
         for start in starts:
             start.result()  # raises WarmCrash if a checker cannot start
 
-    def health(self, timeout_s: float = 30.0) -> list[Health]:
+    def health(self, cpu_s: float = 30.0) -> list[Health]:
         """Check a known-good proof on every checker (starting those that are down)."""
         reports = []
         checkers = [self._idle.get() for _ in self._checkers]
@@ -177,7 +180,7 @@ class CheckerPool:
             try:
                 if not checker.alive:
                     self._start(checker)
-                checked = checker.check(HEALTH_JOB, timeout_s)
+                checked = checker.check(HEALTH_JOB, cpu_s)
                 errors = [m.render() for m in checked.messages if m.severity == "error"]
                 problems = errors + ([checked.refused] if checked.refused else [])
                 if checked.axioms is None and not problems:
@@ -209,32 +212,35 @@ class ColdChecker:
         self.start_s = start_s  # allowance for starting Lean and loading the imports
         self.sandbox = sandbox or Sandbox()
 
-    def check(self, job: ProofJob, timeout_s: float) -> Checked:
+    def check(self, job: ProofJob, cpu_s: float) -> Checked:
+        """Check one proof: `start_s` of wall time to start Lean, then `cpu_s` of CPU time."""
         if self.backend.protocol == "heavycheck":
-            return self._check_once(job, timeout_s)
-        return self._check_lean_json(job, timeout_s)
+            return self._check_once(job, cpu_s)
+        return self._check_lean_json(job, cpu_s)
 
-    def _check_once(self, job: ProofJob, timeout_s: float) -> Checked:
+    def _check_once(self, job: ProofJob, cpu_s: float) -> Checked:
         started = time.monotonic()
         checker = make_checker(self.backend, self.header, f"lean-{self.backend.name}-cold", self.sandbox)
         checker.start_timeout_s = self.start_s
         try:
             checker.start()
             try:
-                checked = checker.check(job, timeout_s)
+                checked = checker.check(job, cpu_s)
             except ProtocolViolation:
                 raise
             except WarmCrash as exc:
                 raise LeanCrashedOnProof(f"Lean crashed on this text: {exc}") from exc
         finally:
             checker.close()
-        return replace(checked, seconds=time.monotonic() - started)
+        return replace(checked, seconds=time.monotonic() - started, cpu_s=checker.last_cpu_s)
 
-    def _check_lean_json(self, job: ProofJob, timeout_s: float) -> Checked:
+    def _check_lean_json(self, job: ProofJob, cpu_s: float) -> Checked:
+        # One lean process loads the imports and checks: its CPU limit covers both (an rlimit),
+        # and the wall time backs up the check's part WALL_PER_CPU times over.
         launch = self.backend.cold()
-        wall = timeout_s + self.start_s
+        wall = self.start_s + cpu_s * WALL_PER_CPU
         limits = Limits(
-            wall_s=wall, cpu_s=int(4 * wall) + 60, memory_mb=None, processes=512, open_files=4096,
+            wall_s=wall, cpu_s=math.ceil(self.start_s + cpu_s), memory_mb=None, processes=512, open_files=4096,
             output_bytes=1 << 20,
         )  # fmt: skip
         text = f"{self.header}{job.text()}\n\n#print axioms {job.name}\n"
@@ -243,8 +249,8 @@ class ColdChecker:
                 (workdir.path / name).write_text(content)
                 (workdir.path / name).chmod(0o644)
             run = self.sandbox.run(launch.argv, workdir, limits=limits, env=launch.env)
-        if run.killed == "timeout":
-            raise WarmTimeout(f"lean did not finish within {wall:.0f} s; it was killed")
+        if run.killed in ("timeout", "cpu-limit"):
+            raise WarmTimeout(f"lean did not finish within {limits.cpu_s} s of CPU time ({wall:.0f} s of wall time)")
         shift = self.header.count("\n")  # report positions in the job's text, as the warm checkers do
         messages = [m.shifted(shift) for m in json_lines(run.stdout)]
         if any(marker in run.output for marker in _OUT_OF_MEMORY):
@@ -252,7 +258,8 @@ class ColdChecker:
         if run.returncode not in (0, 1) or (run.returncode == 1 and not messages):
             raise WarmCrash(f"lean exited with code {run.returncode}: {run.output.strip()[-2000:]}")
         axioms, rest = axioms_from_messages(messages, job.name)
-        return Checked(tuple(rest), None if axioms is None else tuple(axioms), True, run.wall_s, run.peak_rss_mb)
+        return Checked(tuple(rest), None if axioms is None else tuple(axioms), True, run.wall_s, run.peak_rss_mb,
+                       cpu_s=run.cpu_s)  # fmt: skip
 
     def close(self) -> None:
         """Nothing to release: every check ran in a process of its own."""

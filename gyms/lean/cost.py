@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--repl", default=None, help="native backend: the REPL binary")
     parser.add_argument("--cold", type=int, default=3, help="cold checks (each starts Lean)")
     parser.add_argument("--repeat", type=int, default=1, help="passes over the warm checks")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per check")
+    parser.add_argument("--timeout", type=float, default=60.0, help="CPU seconds allowed per check")
     args = parser.parse_args()
     backend = WasmBackend() if args.backend == "wasm" else NativeBackend(args.repl)
     tasks = core_tasks()

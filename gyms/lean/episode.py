@@ -32,7 +32,7 @@ class Settings:
     backend: str = "wasm"  # "wasm" or "native"
     mode: str = "warm"  # "warm" (pool of checkers) or "cold" (a lean process per check)
     checkers: int = 1  # warm checkers per worker process
-    check_timeout_s: float = 20.0
+    check_timeout_s: float = 20.0  # CPU time per check; wall time WALL_PER_CPU times as long backs it up
     cold_start_s: float = 60.0
     wasm_dir: str | None = None
     node: str = "node"
@@ -104,7 +104,8 @@ class LeanEpisode(Episode):
             return Verdict(0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "check", "violation": str(exc)})
         except WarmTimeout:
             feedback = (
-                f"Lean did not finish checking the proof within {self.settings.check_timeout_s:g} s; it was stopped."
+                f"Lean did not finish checking the proof within {self.settings.check_timeout_s:g} s of CPU time; "
+                "it was stopped."
             )
             return Verdict(0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "check", "timed_out": True})
         except LeanCrashedOnProof as exc:
@@ -112,7 +113,7 @@ class LeanEpisode(Episode):
             return Verdict(0.0, Outcome.FAIL, feedback + retry, {**info, "stage": "check", "crash": str(exc)[:2000]})
         except (WarmCrash, ProtocolError, BackendUnavailable, SandboxError) as exc:
             return Verdict(0.0, Outcome.ERROR, "internal error: the Lean checker failed", {**info, "error": str(exc)})
-        info.update(check_s=checked.seconds, messages=len(checked.messages))
+        info.update(check_s=checked.seconds, check_cpu_s=checked.cpu_s, messages=len(checked.messages))
         judgement = judge(checked.messages, checked.axioms, checked.axioms_required, checked.refused)
         if judgement.accepted:
             return Verdict(1.0, Outcome.PASS, "Proof accepted.", {**info, "stage": "accepted"})

@@ -10,7 +10,8 @@ Options (strings from the command line are accepted), all optional:
   backend          wasm (default: the patched npm Lean under node) or native
   mode             warm (default: a pool of checker processes) or cold (a lean process per check)
   checkers         warm checkers per gym worker process (default 1; ~1.6 GB each on wasm)
-  check_timeout_s  the longest one proof may take to check (default 20 on wasm, 60 native)
+  check_timeout_s  the CPU time one proof may take to check (default 20 on wasm, 60 native);
+                   wall time 3 times as long backs it up (gyms.warm.WALL_PER_CPU)
   max_turns        turns per episode (default 3); failed turns return Lean's errors
   wasm_dir, node   where the wasm Lean is installed (default: $HEAVYGYM_LEAN_WASM or
                    /opt/heavygym/lean-wasm), and the node binary
@@ -28,6 +29,7 @@ from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.lean.episode import LeanEpisode, Settings
 from gyms.lean.tasks import SUITES, LeanTask, check_split, directory_tasks, minif2f_tasks, suite_tasks
 from gyms.options import Options
+from gyms.warm import WALL_PER_CPU
 
 BACKENDS = ("wasm", "native")
 MODES = ("warm", "cold")
@@ -98,11 +100,12 @@ class LeanGym(Gym):
         self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
         if self._tasks and all(self._unusable(t) for t in self._tasks):  # refused now, not at the first step
             raise ValueError(f"lean gym source {self.source!r}: {NEEDS_MATHLIB}")
-        # The longest step: a check, plus starting a checker (after a crash or a timeout) or a cold lean.
+        # The longest step: a check at its wall-clock backstop, plus starting a checker (after a
+        # crash or a timeout) or a cold lean.
         start = (
             self.settings.make_backend().start_timeout_s if self.settings.mode == "warm" else self.settings.cold_start_s
         )
-        self.step_timeout_s = self.settings.check_timeout_s + start
+        self.step_timeout_s = self.settings.check_timeout_s * WALL_PER_CPU + start
 
     @cached_property
     def _tasks(self) -> list[LeanTask]:

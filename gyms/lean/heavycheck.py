@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from gyms.lean.checked import Checked
 from gyms.lean.protocol import Axiom, Message, ProofJob, ProtocolError, ProtocolViolation, message, new_id
 from gyms.sandbox import Limits, Sandbox
-from gyms.warm import WARM_CPU_S, SandboxedPipe, WarmCrash, WarmTimeout
+from gyms.warm import WALL_PER_CPU, WARM_CPU_S, SandboxedPipe, WarmCrash, WarmTimeout
 
 # node runs a dozen threads (V8, libuv, emscripten's pthread pool) and each counts as a process.
 THREADS = 512
@@ -75,11 +75,12 @@ class HeavyCheckProcess(LeanPipe):
             self._crashed("the session header does not load:\n" + "\n".join(errors or [str(reply.get("message"))]))
         self._ready = True
 
-    def check(self, job: ProofJob, timeout_s: float) -> Checked:
+    def check(self, job: ProofJob, cpu_s: float) -> Checked:
+        """Check one proof within `cpu_s` of CPU time (WALL_PER_CPU times as long in wall time)."""
         if not self.alive:
             self._crashed("the process is not running")
         payload = {"before": job.before, "statement": job.statement, "name": job.name, "proof": job.proof}
-        reply = self._ask({"check": payload}, timeout_s)
+        reply = self._ask({"check": payload}, cpu_s * WALL_PER_CPU, cpu_s)
         self.checks += 1
         if "message" in reply:
             raise ProtocolError(f"the checker refused the request: {reply['message']}")
@@ -99,7 +100,7 @@ class HeavyCheckProcess(LeanPipe):
             self._violation(f"a malformed axiom in the reply ({exc})")
         return Checked(_messages(reply, self), axioms, True, 0.0)
 
-    def _ask(self, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+    def _ask(self, payload: Mapping[str, Any], timeout_s: float, cpu_s: float | None = None) -> dict[str, Any]:
         if self._proc is None:
             raise WarmCrash(f"{self.name} checker is not running")
         if self._read_available():
@@ -107,7 +108,7 @@ class HeavyCheckProcess(LeanPipe):
             # takes the check (the pool restarts a crashed checker and re-runs the check).
             self._crashed("it wrote output between requests")
         request_id = new_id()
-        reply = self._exchange(json.dumps({"id": request_id, **payload}).encode() + b"\n\n", timeout_s)
+        reply = self._exchange(json.dumps({"id": request_id, **payload}).encode() + b"\n\n", timeout_s, cpu_s)
         if reply.get("id") != request_id:
             self._violation(f"a reply with another id ({str(reply.get('id'))[:40]!r})")
         if self._read_available():

@@ -21,7 +21,7 @@ from typing import Any
 from gyms.lean.checked import Checked
 from gyms.lean.heavycheck import LeanPipe
 from gyms.lean.protocol import ProofJob, ProtocolError, Reply, axioms_from_messages, decode, encode
-from gyms.warm import WarmCrash, WarmTimeout
+from gyms.warm import WALL_PER_CPU, WarmCrash, WarmTimeout
 
 
 class ReplProcess(LeanPipe):
@@ -50,23 +50,25 @@ class ReplProcess(LeanPipe):
             self._crashed("the session header does not elaborate:\n" + "\n".join(errors))
         self.base_env = reply.env
 
-    def command(self, text: str, timeout_s: float) -> Reply:
-        """Elaborate `text` in the header's environment (raises ProtocolError if refused)."""
+    def command(self, text: str, cpu_s: float) -> Reply:
+        """Elaborate `text` in the header's environment within `cpu_s` of CPU time (raises
+        ProtocolError if refused)."""
         if not self.alive:
             self._crashed("the process is not running")
-        return decode(self.request({"cmd": text, "env": self.base_env}, timeout_s))
+        return decode(self.request({"cmd": text, "env": self.base_env}, cpu_s))
 
-    def check(self, job: ProofJob, timeout_s: float) -> Checked:
+    def check(self, job: ProofJob, cpu_s: float) -> Checked:
         """Elaborate the theorem and ask `#print axioms` for what it depends on."""
-        reply = self.command(f"{job.text()}\n\n#print axioms {job.name}\n", timeout_s)
+        reply = self.command(f"{job.text()}\n\n#print axioms {job.name}\n", cpu_s)
         printed, messages = axioms_from_messages(reply.messages, job.name)
         return Checked(tuple(messages), None if printed is None else tuple(printed), True, 0.0)
 
-    def request(self, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
-        """One raw request to the running process."""
+    def request(self, payload: Mapping[str, Any], cpu_s: float) -> dict[str, Any]:
+        """One raw request to the running process, within `cpu_s` of CPU time (WALL_PER_CPU times
+        as long in wall time)."""
         if self._proc is None:
             raise WarmCrash(f"{self.name} checker is not running")
-        answer = self._exchange(encode(payload), timeout_s)
+        answer = self._exchange(encode(payload), cpu_s * WALL_PER_CPU, cpu_s)
         self.checks += 1
         return answer
 

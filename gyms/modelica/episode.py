@@ -68,7 +68,8 @@ class ModelicaEpisode(Episode):
         reference = self._reference(setup)
         candidate = self._simulate(_request(source, setup, parameters=setup.tune))
         info: dict[str, Any] = {"status": candidate.status, "timed_out": candidate.status == "timeout",
-                                "backend": self.config.kind, "simulate_s": candidate.seconds}  # fmt: skip
+                                "backend": self.config.kind, "simulate_s": candidate.seconds,
+                                "simulate_cpu_s": candidate.cpu_s}  # fmt: skip
         if candidate.status == "crash":
             self._reference(setup, fresh=True)  # raises if the backend itself is broken
         if not candidate.ok:

@@ -16,11 +16,10 @@ from gyms.modelica.simulation import BACKENDS, BackendConfig
 from gyms.options import Options
 
 # A step simulates at most three models: the reference, the answer, the reference with the
-# answer's tuned parameters. Each has its own call timeout.
+# answer's tuned parameters. Each has its own call budget, and may run to its wall-clock backstop.
 _CALLS_PER_STEP = 3
-# The simulation budget per suite when `sim_timeout_s` is not given. Heavy references take
-# 0.3-2 s on an idle core and several times that on a loaded machine: 20 s leaves room for
-# both, and a model that never finishes still ends within 3 x (20 + 5) s.
+# The simulation budget (CPU time) per suite when `sim_timeout_s` is not given. Heavy references
+# take 0.3-2 s of CPU: 20 s leaves room for models ten times that size.
 DEFAULT_SIM_TIMEOUT_S = {"core": 3.0, "heavy": 20.0}
 
 
@@ -38,8 +37,10 @@ class ModelicaGym(Gym):
       "heavy" (gyms/modelica/tasks/heavy/: discretised rods, plates and lines, oscillator
       arrays, stiff kinetics and banks of switching components, 50-400 states or many events,
       ids `heavy/<name>`; a check costs real simulation work, ~0.5-2 s).
-    - `max_turns` (default 3), `sim_timeout_s` (the simulation's own budget; default 3 for
-      core, 20 for heavy), `warm` (rumoca: one long-lived runner per worker, default true).
+    - `max_turns` (default 3), `sim_timeout_s` (the simulation's own budget in CPU time, which a
+      busy machine does not eat into; default 3 for core, 20 for heavy; a call may take 2 s of
+      CPU more for compiling, 90 s with OpenModelica, and 3 times that in wall time), `warm`
+      (rumoca: one long-lived runner per worker, default true).
     """
 
     name = "modelica"
@@ -64,7 +65,7 @@ class ModelicaGym(Gym):
             sim_timeout_s=_OPTIONS.seconds("sim_timeout_s", sim_timeout_s),
             warm=_OPTIONS.flag("warm", warm),
         )
-        self.step_timeout_s = _CALLS_PER_STEP * self.config.call_timeout_s
+        self.step_timeout_s = _CALLS_PER_STEP * self.config.call_wall_s
         self._specs = {spec.id: spec for spec in suite_catalog(self.suite)}
 
     def tasks(self, split: str = "train") -> list[Task]:

@@ -3,8 +3,11 @@
 Used where `omc` is on PATH or OPENMODELICAHOME is set. Each call writes the source and a
 script into the episode's work directory, runs `omc run.mos` there (omc translates the model
 to C, builds and runs the simulation executable) and reads the CSV result file it leaves.
-The simulation executable gets `-alarm` so a model that never finishes stops by itself;
-the sandbox's wall timeout is the backstop.
+The call's limit is CPU time, `BackendConfig.call_cpu_s`, as an rlimit of every process of the
+run (omc, the C compiler, the simulation executable: the rlimit counts each process on its own),
+with a wall-clock backstop WALL_PER_CPU times as long. omc's own limit on the simulation,
+`-alarm`, counts wall time, so it gets the backstop of the simulation's budget: on a busy
+machine it must not stop a correct simulation.
 
 omc compiles the answer to C and runs it, so the work directory is the answer's to fill:
 the host writes and reads it only through `gyms.hostfs` (no link followed, reads capped),
@@ -23,6 +26,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +36,7 @@ from gyms.base import ToolCheck
 from gyms.modelica.simulation import MAX_POINTS, SOURCE_NAME, BackendConfig, BackendFault, SimRequest, Simulation
 from gyms.modelica.library import library_names
 from gyms.sandbox import Limits, Sandbox, SandboxError, Workdir
+from gyms.warm import WALL_PER_CPU
 
 INSTALL_HINT = "install OpenModelica (https://openmodelica.org) so that `omc` is on PATH, or set OPENMODELICAHOME"
 SCRIPT_NAME = "run.mos"
@@ -87,7 +92,7 @@ def used_libraries(source: str, available: Mapping[str, str]) -> list[str]:
 def mos_script(request: SimRequest, config: BackendConfig) -> str:
     """The .mos script that loads the libraries and the answer, simulates, and reports parameters."""
     libraries = used_libraries(request.source, library_names(config.roots))
-    flags = [f"-alarm={math.ceil(config.sim_timeout_s)}"]
+    flags = [f"-alarm={math.ceil(config.sim_timeout_s * WALL_PER_CPU)}"]
     if request.overrides:
         flags.append("-override=" + ",".join(f"{name}={value!r}" for name, value in request.overrides))
     variable_filter = "|".join(["time", *(_ere_escape(v) for v in request.variables)])
@@ -174,10 +179,9 @@ class OpenModelicaBackend:
         hostfs.remove_tree(root / result_file(request))  # a stale result must never pass for this one
         hostfs.write_file(root, SOURCE_NAME, request.source)
         hostfs.write_file(root, SCRIPT_NAME, mos_script(request, self.config))
-        timeout = self.config.call_timeout_s
-        limits = Limits(
-            wall_s=timeout, cpu_s=math.ceil(timeout) * 4, memory_mb=MEMORY_MB, file_mb=512, processes=256
-        )  # the C compiler runs several processes, in parallel
+        cpu, wall = math.ceil(self.config.call_cpu_s), self.config.call_wall_s
+        # processes: the C compiler runs several, in parallel
+        limits = Limits(wall_s=wall, cpu_s=cpu, memory_mb=MEMORY_MB, file_mb=512, processes=256)
         started = time.monotonic()
         try:
             run = self._sandbox.run([self.omc, SCRIPT_NAME], workdir, limits=limits)
@@ -185,13 +189,14 @@ class OpenModelicaBackend:
             raise BackendFault(f"the sandbox could not start omc: {exc}") from exc
         seconds = time.monotonic() - started
         if run.killed in ("timeout", "cpu-limit"):
-            return Simulation("timeout", f"omc did not finish within {timeout:g} s", seconds=seconds)
+            why = f"omc did not finish within {cpu} s of CPU time (or {wall:g} s of wall time)"
+            return Simulation("timeout", why, seconds=seconds, cpu_s=run.cpu_s)
         output = run.output.replace(str(root) + os.sep, "")
         try:
             csv_text = hostfs.read_text(root, result_file(request), RESULT_LIMIT)
         except hostfs.UnsafePath as exc:
             return Simulation("simulation-error", f"the result file was refused: {exc}", seconds=seconds)
-        return read_result(csv_text, output, request, seconds)
+        return replace(read_result(csv_text, output, request, seconds), cpu_s=run.cpu_s)
 
     def close(self) -> None:
         """Nothing runs between calls."""

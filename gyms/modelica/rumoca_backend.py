@@ -7,6 +7,11 @@ request still gets a fresh rumoca session, so one answer cannot leave classes be
 next. `warm=False` starts a fresh runner per call in the episode's own work directory, for
 deployments that want no process shared between episodes. References (the answer key) are
 simulated by a runner of their own (warm) or in a work directory of their own (per call).
+
+A call's limit is CPU time (`BackendConfig.call_cpu_s`), measured by the host, with a wall-clock
+backstop: the warm runner is killed when its processes spend more on one request (`gyms.warm`),
+a per-call runner by its CPU rlimit. rumoca's own budget (`max_wall_seconds`) is not used: it
+counts wall time, so on a busy machine it would stop a correct simulation.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import math
 import secrets
 import sys
 import time
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -99,15 +105,15 @@ class RumocaBackend:
         payload = self._payload(request)
         started = time.monotonic()
         if warm is not None:
-            reply = self._ask_warm(warm, payload)
+            reply, cpu_s = self._ask_warm(warm, payload)
         else:
             assert workdir is not None
-            reply = self._ask_once(payload, workdir)
+            reply, cpu_s = self._ask_once(payload, workdir)
         if not isinstance(reply, dict):
             raise MalformedReply("a reply must be a JSON object")
         if reply.pop("id", None) != payload["id"]:
             raise MalformedReply("the reply does not carry this request's id")
-        return Simulation.from_reply(reply, time.monotonic() - started, request)
+        return replace(Simulation.from_reply(reply, time.monotonic() - started, request), cpu_s=cpu_s)
 
     def _payload(self, request: SimRequest) -> dict[str, Any]:
         return {
@@ -121,23 +127,24 @@ class RumocaBackend:
             "variables": list(request.variables),
             "parameters": list(request.parameters),
             "overrides": dict(request.overrides),
-            "sim_timeout_s": self.config.sim_timeout_s,
         }
 
-    def _ask_warm(self, warm: WarmProcess, payload: dict[str, Any]) -> dict[str, Any]:
+    def _ask_warm(self, warm: WarmProcess, payload: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        """The runner's reply and the CPU time it took."""
         try:
-            return warm.request(payload, self.config.call_timeout_s)
+            return warm.request(payload, self.config.call_wall_s, cpu_s=self.config.call_cpu_s), warm.last_cpu_s
         except WarmTimeout:
-            return _timed_out(self.config.call_timeout_s, payload)
+            return _timed_out(self.config, payload), None
         except WarmCrash as exc:
             # The episode tells a crash caused by the model from a broken runner (see episode.py).
-            return {"id": payload["id"], "status": "crash", "message": _last_line(str(exc))}
+            return {"id": payload["id"], "status": "crash", "message": _last_line(str(exc))}, None
         except SandboxError as exc:
             raise BackendFault(f"the sandbox could not start the rumoca runner: {exc}") from exc
 
-    def _ask_once(self, payload: dict[str, Any], workdir: Workdir) -> dict[str, Any]:
-        timeout = self.config.call_timeout_s
-        limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout) + 1, memory_mb=MEMORY_MB, output_bytes=REPLY_BYTES)
+    def _ask_once(self, payload: dict[str, Any], workdir: Workdir) -> tuple[dict[str, Any], float | None]:
+        """The reply of a runner started for this call, and the CPU time it took."""
+        cpu = math.ceil(self.config.call_cpu_s)  # an rlimit counts whole seconds
+        limits = Limits(wall_s=self.config.call_wall_s, cpu_s=cpu, memory_mb=MEMORY_MB, output_bytes=REPLY_BYTES)
         try:
             result = self._sandbox.run(
                 [*self._argv, "--once"], workdir, limits=limits, stdin=json.dumps(payload).encode()
@@ -145,16 +152,16 @@ class RumocaBackend:
         except SandboxError as exc:
             raise BackendFault(f"the sandbox could not start the rumoca runner: {exc}") from exc
         if result.killed in ("timeout", "cpu-limit"):
-            return _timed_out(timeout, payload)
+            return _timed_out(self.config, payload), result.cpu_s
         lines = result.stdout.strip().splitlines()
         if result.returncode != 0 or not lines:
             why = result.killed or f"exit code {result.returncode}"
             message = f"the runner died ({why}): {_last_line(result.stderr)}"
-            return {"id": payload["id"], "status": "crash", "message": message}
+            return {"id": payload["id"], "status": "crash", "message": message}, result.cpu_s
         if len(lines) != 1:
             raise MalformedReply(f"expected one reply line, got {len(lines)}")
         try:
-            return json.loads(lines[0])
+            return json.loads(lines[0]), result.cpu_s
         except json.JSONDecodeError as exc:
             raise MalformedReply(f"the runner printed something that is not JSON: {lines[0][:200]!r}") from exc
 
@@ -173,8 +180,9 @@ def _shut_down(runner: WarmProcess) -> None:
     runner.close()
 
 
-def _timed_out(seconds: float, payload: dict[str, Any]) -> dict[str, Any]:
-    message = f"compiling and simulating took longer than {seconds:g} s"
+def _timed_out(config: BackendConfig, payload: dict[str, Any]) -> dict[str, Any]:
+    message = (f"compiling and simulating took more than {config.call_cpu_s:g} s of CPU time "
+               f"(or {config.call_wall_s:g} s of wall time)")  # fmt: skip
     return {"id": payload["id"], "status": "timeout", "message": message}
 
 
