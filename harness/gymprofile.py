@@ -2,8 +2,8 @@
 
 Every replay candidate of each task (`Gym.candidates`, seeded by task id as the replay policy
 seeds it) is stepped once through a GymPool, after a warm-up of one reference answer per
-worker. Service times are weighted to the replay policy's action mix, so the card predicts a
-benchmark run; CPU seconds and peak memory are read from /proc around the measured calls.
+worker. Service times are weighted to the replay policy's action mix (trainer/rules/answers.py),
+so the card predicts a benchmark run; CPU seconds and peak memory are read from /proc around the measured calls.
 """
 
 from __future__ import annotations
@@ -19,23 +19,7 @@ from gyms import Candidate, Gym, Outcome
 from gyms.pool import GymPool, StepCall, default_workers
 from harness.costcard import CostCard, turn_pmf
 from harness.sim.distribution import Distribution
-
-# The replay policy's defaults (trainer/policies/replay.py): the action mix a card is weighted to.
-REPLAY_SKILL = 0.5
-REPLAY_TIMEOUT_RATE = 0.02
-
-
-def replay_mix(candidates: Sequence[Candidate]) -> dict[str, float]:
-    """How often the replay policy picks a candidate of each kind for this task (its `_pick`)."""
-    kinds = {c.expect for c in candidates}
-    good, hangs = "pass" in kinds, "timeout" in kinds
-    mix: Counter[str] = Counter()
-    mix["pass"] += REPLAY_SKILL if good else 0.0
-    mix["timeout"] += (REPLAY_TIMEOUT_RATE + (0.0 if good else REPLAY_SKILL)) if hangs else 0.0
-    fallback = "fail" if "fail" in kinds else ("pass" if good else "timeout")
-    mix[fallback] += 1.0 - sum(mix.values())
-    return {k: p for k, p in mix.items() if p > 0}
-
+from trainer.rules.answers import AnswerMix
 
 def measure(gym: Gym, limit: int | None = None, workers: int | None = None) -> CostCard:
     """Step every replay candidate of the first `limit` tasks once, through a GymPool, after a
@@ -50,7 +34,7 @@ def measure(gym: Gym, limit: int | None = None, workers: int | None = None) -> C
         candidates = gym.candidates(task, random.Random(task.id))  # the replay policy's seed
         if not candidates:
             continue
-        mix = replay_mix(candidates)
+        mix = AnswerMix().shares({c.expect for c in candidates})  # the replay policy's, at its defaults
         per_kind = Counter(c.expect for c in candidates)
         planned += [(task.id, c, mix.get(c.expect, 0.0) / per_kind[c.expect]) for c in candidates]
         end_chances.append(mix.get("pass", 0.0))

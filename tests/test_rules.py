@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-import pytest
+import random
+from collections import Counter
 
+import pytest
+from toy_gyms import ToyGym
+
+from gyms import Candidate, Task
 from harness.sim.engine import BatchingEngine
+from harness.sim.stages import from_profile
 from trainer.buffer import ReadyBuffer
-from trainer.policies.profiles import H100_QWEN3_4B, HardwareProfile
+from trainer.policies.profiles import H100_QWEN3_4B, ZERO, HardwareProfile
+from trainer.policies.replay import ReplayPolicy
+from trainer.rules.answers import RESPONSE_SPREAD, AnswerMix, response_tokens
 from trainer.rules.batching import call_seconds, next_call
 from trainer.rules.buffer import ERRORED_STREAK_LIMIT, Books, BufferRules, admits
+from trainer.types import Request
 
 # -- the admission rule is one function -------------------------------------------------------
 
@@ -108,3 +117,59 @@ def test_the_simulated_engine_batches_by_the_rule():
     assert engine.finish() == ["first"]
     assert engine.start(now=1.5) == 1.5 + call_seconds(0.5, 3.0)
     assert engine.finish() == ["second", "third"] and engine.busy == 1.5 + 3.5
+
+
+# -- the replay policy's answers --------------------------------------------------------------
+
+
+class HangingToyGym(ToyGym):
+    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
+        return [*super().candidates(task, rng), Candidate("sleep:9", "timeout", "hang")]
+
+
+def test_replay_mix_is_what_the_replay_policy_picks():
+    """The mix a cost card is weighted to (harness/gymprofile.py) is the policy's own."""
+    gym = HangingToyGym()
+    task = gym.tasks()[0]
+    kinds = {c.action: c.expect for c in gym.candidates(task, random.Random(0))}
+    policy = ReplayPolicy(gym, ZERO, seed=5)
+    picks = Counter(kinds[g.text] for g in policy.generate([Request(task, "p", 1)] * 20_000, 0))
+    for kind, share in AnswerMix().shares({c.expect for c in gym.candidates(task, random.Random(0))}).items():
+        assert picks[kind] / 20_000 == pytest.approx(share, abs=0.01)
+
+
+@pytest.mark.parametrize("kinds, shares", [
+    ({"pass", "fail", "timeout"}, {"pass": 0.5, "timeout": 0.02, "fail": 0.48}),
+    ({"pass", "fail"}, {"pass": 0.5, "fail": 0.5}),
+    ({"fail", "timeout"}, {"timeout": 0.52, "fail": 0.48}),  # no known-good answer: the roll goes on
+    ({"pass", "timeout"}, {"pass": 0.98, "timeout": 0.02}),  # no known-bad answer: a known-good one
+    ({"timeout"}, {"timeout": 1.0}),
+])  # fmt: skip
+def test_a_task_without_some_kind_gives_its_share_to_another(kinds, shares):
+    assert AnswerMix().shares(kinds) == pytest.approx(shares)
+
+
+def test_shares_are_what_pick_gives_even_past_certainty():
+    """skill + timeout_rate over 1: the hangs get only what the good answers leave."""
+    mix, rng = AnswerMix(skill=0.9, timeout_rate=0.2), random.Random(1)
+    candidates = [Candidate("good", "pass", "reference"), Candidate("hang", "timeout", "hang")]
+    picks = Counter(mix.pick(candidates, rng).expect for _ in range(20_000))
+    assert mix.shares({"pass", "timeout"}) == pytest.approx({"pass": 0.9, "timeout": 0.1})
+    assert picks["timeout"] / 20_000 == pytest.approx(0.1, abs=0.01)
+
+
+def test_bad_answer_mixes_are_refused():
+    with pytest.raises(ValueError, match="skill and timeout_rate are probabilities in"):
+        AnswerMix(skill=1.5)
+
+
+def test_responses_spread_alike_in_the_policy_and_the_simulator():
+    low, high = RESPONSE_SPREAD
+    rng = random.Random(0)
+    lengths = [response_tokens(512, rng) for _ in range(5000)]
+    assert low * 512 <= min(lengths) < max(lengths) <= high * 512
+    assert response_tokens(0, rng) == 1  # a profile without responses still answers
+    simulated = from_profile(H100_QWEN3_4B).response_s
+    per_token = H100_QWEN3_4B.generate_s_per_token
+    assert simulated.values[0] > low * 512 * per_token and simulated.values[-1] < high * 512 * per_token
+    assert simulated.mean == pytest.approx(512 * per_token)

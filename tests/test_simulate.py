@@ -5,10 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import random
 import shutil
 import statistics
-from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -17,11 +15,9 @@ from conftest import ROOT, harness
 from in_process import harness_here
 from toy_gyms import ToyGym
 
-from gyms import Candidate, Task
 from harness import costcard
 from harness.benchmark import BenchmarkSpec, run_benchmark
 from harness.costcard import CostCard, fit_turns, turn_pmf
-from harness.gymprofile import replay_mix
 from harness.rundir import load_run
 from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig, _Simulation, simulate
@@ -29,9 +25,7 @@ from harness.sim.queue import Servers
 from harness.sim.stages import Stages, from_run
 from harness.simulate import replay
 from trainer.metrics import summarize
-from trainer.policies.profiles import ZERO, HardwareProfile
-from trainer.policies.replay import ReplayPolicy
-from trainer.types import Request
+from trainer.policies.profiles import HardwareProfile
 
 RESULTS = ROOT / "tests" / "fixtures" / "results"  # real run records, kept as fixtures (README there)
 VERILOG_RUN = "20261130T125643Z-verilog"
@@ -217,21 +211,6 @@ def test_turn_pmf_and_its_fit():
     assert turn_pmf(0.5, 3) == (0.5, 0.25, 0.25)
     fitted = fit_turns(1.6, 3)
     assert sum(fitted) == pytest.approx(1) and sum((i + 1) * p for i, p in enumerate(fitted)) == pytest.approx(1.6)
-
-
-class HangingToyGym(ToyGym):
-    def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
-        return [*super().candidates(task, rng), Candidate("sleep:9", "timeout", "hang")]
-
-
-def test_replay_mix_is_what_the_replay_policy_picks():
-    gym = HangingToyGym()
-    task = gym.tasks()[0]
-    kinds = {c.action: c.expect for c in gym.candidates(task, random.Random(0))}
-    policy = ReplayPolicy(gym, ZERO, seed=5)
-    picks = Counter(kinds[g.text] for g in policy.generate([Request(task, "p", 1)] * 20_000, 0))
-    for kind, share in replay_mix(gym.candidates(task, random.Random(0))).items():
-        assert picks[kind] / 20_000 == pytest.approx(share, abs=0.01)
 
 
 def test_a_card_from_a_committed_run(tmp_path):

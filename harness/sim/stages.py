@@ -1,9 +1,9 @@
 """How long the accelerator stages take in the simulator: generation, actor_train, update_weights.
 
 From a hardware profile, the stages follow the replay policy: a response of mean x U(0.5, 1.5)
-tokens, an engine call = call cost + per-token time x the response tokens of its batch
-(trainer/policies/batching.py), and actor_train = fixed + per-token time x (prompt + mean
-response) tokens for every trained turn.
+tokens (trainer/rules/answers.py), an engine call = call cost + per-token time x the response
+tokens of its batch (trainer/rules/batching.py), and actor_train = fixed + per-token time x
+(prompt + mean response) tokens for every trained turn.
 From a run, they are that run's own span durations (see `from_run`).
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from harness.rundir import Run
 from harness.sim.distribution import Distribution
 from trainer.policies.profiles import HardwareProfile
+from trainer.rules.answers import RESPONSE_SPREAD
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,11 @@ class Stages:
 def from_profile(profile: HardwareProfile) -> Stages:
     mean = profile.response_tokens
     per_token = profile.generate_s_per_token
+    low, high = RESPONSE_SPREAD
     return Stages(
         source=f"profile {profile.name} (emulated)",
         generate_call_s=profile.generate_call_s,
-        response_s=Distribution.uniform(0.5 * mean * per_token, 1.5 * mean * per_token),
+        response_s=Distribution.uniform(low * mean * per_token, high * mean * per_token),
         train_fixed_s=Distribution.constant(profile.train_step_s),
         train_turn_s=profile.train_s_per_token * (profile.prompt_tokens + mean),
         update_weights_s=Distribution.constant(profile.update_weights_s),
@@ -41,14 +43,14 @@ def from_profile(profile: HardwareProfile) -> Stages:
 
 def from_run(run: Run) -> Stages:
     """A run's own stage times, every mode together: actor_train and update_weights resampled
-    from their spans. Generation as the engine model charges it (sim/engine.py: a call costs
-    a fixed part plus each of its requests' response time): the fixed part is the profile's
-    per-call cost for an emulated run (the one figure the spans cannot tell apart), else 0 (a
-    real engine serves one request per call), and a response takes the run's engine busy time
-    (its `generate` spans, one per engine call) less those fixed parts, over the requests they
-    answered, spread +-50 % as the replay policy spreads its response lengths. The requests are
-    the `generate_request` spans; a run recorded before them (one engine call per group round)
-    stepped each response once, so there they are its `gym_step` spans."""
+    from their spans. Generation as the batching rule charges it (trainer/rules/batching.py: a
+    call costs a fixed part plus each of its requests' response time): the fixed part is the
+    profile's per-call cost for an emulated run (the one figure the spans cannot tell apart),
+    else 0 (a real engine serves one request per call), and a response takes the run's engine
+    busy time (its `generate` spans, one per engine call) less those fixed parts, over the
+    requests they answered, spread +-50 % as the replay policy spreads its response lengths.
+    The requests are the `generate_request` spans; a run recorded before them (one engine call
+    per group round) stepped each response once, so there they are its `gym_step` spans."""
     spans = [s for spans in run.spans.values() for s in spans]
 
     def durations(kind: str) -> list[float]:
@@ -62,10 +64,11 @@ def from_run(run: Run) -> Stages:
     profile = run.summary.get("profile") or {}
     call_s = float(profile.get("generate_call_s", 0.0)) if run.summary.get("emulated") else 0.0
     per_response = max(0.0, sum(calls) - call_s * len(calls)) / requests
+    low, high = RESPONSE_SPREAD
     return Stages(
         source=f"run {run.run_id} (its spans)",
         generate_call_s=call_s,
-        response_s=Distribution.uniform(0.5 * per_response, 1.5 * per_response),
+        response_s=Distribution.uniform(low * per_response, high * per_response),
         train_fixed_s=Distribution.of(durations("actor_train")),
         train_turn_s=0.0,
         update_weights_s=Distribution.of(durations("update_weights")),

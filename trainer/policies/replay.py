@@ -1,8 +1,9 @@
 """The replay policy: real gym work, emulated accelerator time.
 
 Actions come from the gym's candidates (the reference, realistic wrong answers, and rarely a
-non-terminating one), so every gym step does its full real work. Generation, training and
-weight sync wait the time the hardware profile gives for the emulated token counts.
+non-terminating one, in the mix of trainer/rules/answers.py), so every gym step does its full
+real work. Generation, training and weight sync wait the time the hardware profile gives for the
+emulated token counts.
 
 Each action (and its emulated length) is a pure function of (run seed, task id, group index,
 sample index, turn): a `random.Random` seeded from a SHA-256 of those values. Sync and async
@@ -14,12 +15,13 @@ that generation and training/weight sync hold in turn, so they never overlap; on
 overlaps them. `disaggregated` gives rollout and training accelerators of their own, so
 generation may overlap training.
 
-Generation runs on one emulated rollout engine with continuous batching (policies/batching.py):
-each episode asks on its own, and requests that arrive while a call runs share the next one.
-A call lasts the profile's `generate_s` of the batch's *total* response tokens (a call cost
-plus a per-token cost): the profiles' figures are throughputs of an engine busy with a full
-batch (policies/profiles.py), so a token costs what it did when each group was one call, and
-the published figures stay comparable; batching saves only the per-call cost.
+Generation runs on one emulated rollout engine with continuous batching (policies/batching.py,
+by the rule of trainer/rules/batching.py): each episode asks on its own, and requests that
+arrive while a call runs share the next one. A call lasts the profile's call cost plus the
+per-token cost of the batch's *total* response tokens: the profiles' figures are throughputs of
+an engine busy with a full batch (policies/profiles.py), so a token costs what it did when each
+group was one call, and the published figures stay comparable; batching saves only the
+per-call cost.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from gyms import Candidate, Gym, Task
 from trainer.policies.base import Accelerator, Policy
 from trainer.policies.batching import BatchingEngine
 from trainer.policies.profiles import HardwareProfile
+from trainer.rules.answers import SKILL, TIMEOUT_RATE, AnswerMix, response_tokens
 from trainer.rules.batching import call_seconds
 from trainer.types import Generation, Group, Request
 
@@ -57,20 +60,17 @@ class ReplayPolicy(Policy):
         gym: Gym,
         profile: HardwareProfile,
         *,
-        skill: float = 0.5,
-        timeout_rate: float = 0.02,
+        skill: float = SKILL,
+        timeout_rate: float = TIMEOUT_RATE,
         seed: int = 0,
         placement: str = DEFAULT_PLACEMENT,
     ) -> None:
         super().__init__()
-        if not 0 <= skill <= 1 or not 0 <= timeout_rate <= 1:
-            raise ValueError("skill and timeout_rate are probabilities in [0, 1]")
+        self.mix = AnswerMix(skill, timeout_rate)
         if placement not in PLACEMENTS:
             raise ValueError(f"placement is 'colocated' or 'disaggregated', got {placement!r}")
         self.gym = gym
         self.profile = profile
-        self.skill = skill  # chance that an action is a known-good one
-        self.timeout_rate = timeout_rate  # chance of a non-terminating action (costly for the gym)
         self.seed = seed
         self.placement = placement
         self._accelerator = Accelerator() if placement == "colocated" else None
@@ -129,20 +129,8 @@ class ReplayPolicy(Policy):
             return self._candidates[task.id]
 
     def _pick(self, request: Request, rng: random.Random, version: int) -> Generation:
-        candidates = self._candidates_of(request.task)
-        good = [c for c in candidates if c.expect == "pass"]
-        hangs = [c for c in candidates if c.expect == "timeout"]
-        bad = [c for c in candidates if c.expect == "fail"]
-        roll = rng.random()
-        if good and roll < self.skill:
-            choice = rng.choice(good)
-        elif hangs and roll < self.skill + self.timeout_rate:
-            choice = rng.choice(hangs)
-        else:
-            choice = rng.choice(bad or good or hangs)
-        # Emulated token counts: a reasoning model's response, spread +-50 %.
-        mean = self.profile.response_tokens
-        n_response = max(1, round(mean * rng.uniform(0.5, 1.5))) if mean else 1
+        choice = self.mix.pick(self._candidates_of(request.task), rng)
+        n_response = response_tokens(self.profile.response_tokens, rng)  # drawn after the choice
         return Generation(
             text=choice.action,
             prompt_tokens=[0] * self.profile.prompt_tokens,
@@ -152,4 +140,4 @@ class ReplayPolicy(Policy):
         )
 
     def describe(self) -> dict[str, str]:
-        return {**super().describe(), "profile": self.profile.name, "skill": str(self.skill)}
+        return {**super().describe(), "profile": self.profile.name, "skill": str(self.mix.skill)}
