@@ -1,4 +1,4 @@
-"""The pipeline as a discrete-event simulation, with trainer/'s rules.
+"""The pipeline as a discrete-event simulation, with trainer/'s rules (trainer/rules/).
 
 * Admission, staleness drops and the books: the real buffer's rules (trainer/rules/buffer.py),
   over-sampling included, with `rollout_threads` threads (by default batch_groups x
@@ -7,8 +7,9 @@
   of its own, as in rollout.py: it asks its engine for a turn, the answer's gym step queues in
   the gym pool (n workers, FIFO), and when the step returns the episode asks for its next turn
   or ends; the group completes when its last episode ends. No round barrier.
-* Each engine batches continuously, by trainer/policies/batching.py's rule (sim/engine.py).
-  A group's requests go to engine (group number mod engines); the real trainer has one.
+* Each engine batches continuously, by the replay policy's rule (trainer/rules/batching.py;
+  sim/engine.py keeps its clock). A group's requests go to engine (group number mod engines);
+  the real trainer has one.
 * The trainer takes groups in completion order, drops those staler than max_staleness (they
   count as wasted for admission), trains on batch_groups groups, publishes the next version.
 * Placement, as the replay policy's: `disaggregated` (the default) trains on accelerators of
