@@ -3,7 +3,8 @@
 Every replay candidate of each task (`Gym.candidates`, seeded by task id as the replay policy
 seeds it) is stepped once through a GymPool, after a warm-up of one reference answer per
 worker. Service times are weighted to the replay policy's action mix (trainer/rules/answers.py),
-so the card predicts a benchmark run; CPU seconds and peak memory are read from /proc around the measured calls.
+so the card predicts a benchmark run; CPU seconds and peak memory are read from /proc around the
+measured calls.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gyms.pool import GymPool, StepCall, default_workers
 from harness.costcard import CostCard, turn_pmf
 from harness.sim.distribution import Distribution
 from trainer.rules.answers import AnswerMix
+
 
 def measure(gym: Gym, limit: int | None = None, workers: int | None = None) -> CostCard:
     """Step every replay candidate of the first `limit` tasks once, through a GymPool, after a

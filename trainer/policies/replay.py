@@ -130,7 +130,7 @@ class ReplayPolicy(Policy):
 
     def _pick(self, request: Request, rng: random.Random, version: int) -> Generation:
         choice = self.mix.pick(self._candidates_of(request.task), rng)
-        n_response = response_tokens(self.profile.response_tokens, rng)  # drawn after the choice
+        n_response = response_tokens(self.profile.response_tokens, rng)
         return Generation(
             text=choice.action,
             prompt_tokens=[0] * self.profile.prompt_tokens,
