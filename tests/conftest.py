@@ -4,13 +4,15 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
+T = TypeVar("T")
 
 
 def requires(available: bool, reason: str) -> pytest.MarkDecorator:
@@ -32,8 +34,11 @@ needs_verilator = requires(_HAS_VERILATOR, "no Verilator >= 5.036")
 
 @contextlib.contextmanager
 def busy_loops(count: int) -> Iterator[None]:
-    """`count` processes spinning on the CPU while the block runs: a loaded machine, made on purpose."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    """`count` processes spinning on the CPU while the block runs: a loaded machine, made on purpose.
+    Each in a session of its own: with the kernel's autogroup scheduling, the processes of one
+    session share one slice of the CPU (and the sandbox runs each command in a session of its own)."""
+    loop = [sys.executable, "-c", "while True: pass"]
+    spinners = [subprocess.Popen(loop, start_new_session=True) for _ in range(count)]
     try:
         yield
     finally:
@@ -41,6 +46,25 @@ def busy_loops(count: int) -> Iterator[None]:
             spinner.kill()
         for spinner in spinners:
             spinner.wait()
+
+
+def past_its_limit(
+    run: Callable[[float], T], wall_s: Callable[[T], float | None], last_wall_s: float, attempts: int = 3
+) -> tuple[T, float]:
+    """A run under load whose wall time went past its limit, and that limit: what a test of a
+    CPU-time limit needs to show (a wall-clock limit would have failed the run). Each try's
+    limit is two thirds of the wall time last seen, as the load slows the work by a factor no
+    test controls (other work shares the machine); a try that ran faster than that is tried
+    again with its own time. A run with no wall time (`wall_s` gives None: it did not pass) is
+    returned at once. The caller asserts what the run gave."""
+    for _ in range(attempts):
+        limit = round(last_wall_s / 1.5, 2)
+        result = run(limit)
+        seen = wall_s(result)
+        if seen is None or seen > limit:
+            return result, limit
+        last_wall_s = seen
+    raise AssertionError(f"the load did not slow the work past its limit in {attempts} tries: the test shows nothing")
 
 
 def harness(

@@ -19,12 +19,15 @@ from gyms.math.shape import SEVERAL, screen, shape_of, value_of
 from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
 from gyms.options import Options
 from gyms.sandbox import SandboxError
-from gyms.warm import WarmCrash, WarmProcess, WarmTimeout
+from gyms.warm import WALL_PER_CPU, WarmCrash, WarmProcess, WarmTimeout
 
 REASONING_GYM = "reasoning-gym"
 ADDITION = "addition"
-# The checker's own limits (math-verify's 2 s parse + 3 s compare) end well within this.
-CHECK_TIMEOUT_S = 8.0
+# CPU seconds of one check (the wall-clock backstop is WALL_PER_CPU times as long, so a loaded
+# machine does not fail a correct answer). math-verify's own limits (2 s parse + 3 s compare)
+# end a hang in Python well within it; this ends one in C code. They are wall-clock (math-verify
+# times them with SIGALRM), but a correct answer's check costs milliseconds, thousands of times less.
+CHECK_CPU_S = 8.0
 # Gold answers are short; a longer "answer" is not one, and would only load the checker.
 MAX_ANSWER_CHARS = 1000
 # A reply may box the same answer more than once, in different forms; more is a scattershot.
@@ -78,7 +81,7 @@ class MathEpisode(Episode):
         try:
             # Units the screen accepted are stripped: the checker reads none (gyms/math/verifier.py).
             request = {"answers": [value_of(a) for a in answers], "gold": value_of(gold)}
-            reply = checker().request(request, CHECK_TIMEOUT_S)
+            reply = checker().request(request, CHECK_CPU_S * WALL_PER_CPU, cpu_s=CHECK_CPU_S)
         except WarmTimeout:
             # A pathological answer that hangs the checker is the model's fault: a fail.
             reply = {"ok": True, "correct": False, "timed_out": True}
@@ -125,7 +128,7 @@ class MathGym(Gym):
 
     name = "math"
     version = "0.1.0"
-    step_timeout_s = 10.0
+    step_timeout_s = CHECK_CPU_S * WALL_PER_CPU + 2.0  # the check's backstop, and extraction and screens
 
     def __init__(
         self,
