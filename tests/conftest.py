@@ -67,6 +67,22 @@ def past_its_limit(
     raise AssertionError(f"the load did not slow the work past its limit in {attempts} tries: the test shows nothing")
 
 
+def reply_shapes(code: str, tag: str) -> dict[str, str]:
+    """A reply holding `code` in a ```TAG fence, in every common shape a correct reply comes in."""
+    fenced = f"Here it is:\n```{tag}\n{code}\n```\n"
+    return {
+        "crlf": fenced.replace("\n", "\r\n"),
+        "lone cr": fenced.replace("\n", "\r"),
+        "closing fence without a newline": fenced.rstrip("\n"),
+        "closing fence on the last line": f"```{tag}\n{code}```",
+        "bom": "\ufeff" + fenced,
+        "bom, no fence": "\ufeff" + code,
+        "lone cr, no fence": code.replace("\n", "\r"),
+        "whitespace after the fences": f"```{tag} \t\n{code}\n``` \t \n",
+        "all at once": f"\ufeff```{tag} \t\r\n" + code.replace("\n", "\r\n") + "\r\n``` \t",
+    }
+
+
 def harness(
     *args: str, env: dict[str, str] | None = None, timeout: float = 300, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import reply_shapes
 
 from gyms.lean import LeanGym
 from gyms.lean.acceptance import judge, screen
@@ -251,26 +252,11 @@ def test_the_proof_is_found(answer: str, proof: str) -> None:
     assert extract_proof(answer, STATEMENT, "t") == Proof(proof)
 
 
-def reply_shapes(proof: str) -> dict[str, str]:
-    """A reply holding `proof`, in every common shape a correct reply comes in."""
-    fenced = f"Here it is:\n```lean\n{proof}\n```\n"
-    return {
-        "crlf": fenced.replace("\n", "\r\n"),
-        "lone cr": fenced.replace("\n", "\r"),
-        "closing fence without a newline": fenced.rstrip("\n"),
-        "closing fence on the last line": f"```lean\n{proof}```",
-        "bom": "\ufeff" + fenced,
-        "bom, no fence": "\ufeff" + proof,
-        "whitespace after the fences": f"```lean \t\n{proof}\n``` \t \n",
-        "all at once": "\ufeff```lean \t\r\n" + proof.replace("\n", "\r\n") + "\r\n``` \t",
-    }
-
-
-@pytest.mark.parametrize("shape", reply_shapes("x"))
+@pytest.mark.parametrize("shape", reply_shapes("x", "lean"))
 def test_the_proof_is_found_in_every_shape_of_reply(shape: str) -> None:
     """Normalised once (no BOM, LF line endings): the screen and the checker get the same text."""
-    assert extract_proof(reply_shapes("by\n  omega")[shape], STATEMENT, "t") == Proof("by\n  omega")
-    restated = reply_shapes(f"{STATEMENT} := by\n  omega")[shape]
+    assert extract_proof(reply_shapes("by\n  omega", "lean")[shape], STATEMENT, "t") == Proof("by\n  omega")
+    restated = reply_shapes(f"{STATEMENT} := by\n  omega", "lean")[shape]
     assert extract_proof(restated, STATEMENT, "t") == Proof("by\n  omega")
 
 

@@ -18,8 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import harness
-from test_lean_units import reply_shapes
+from conftest import harness, reply_shapes
 
 from gyms.base import Outcome
 from gyms.lean import LeanGym
@@ -189,11 +188,11 @@ def test_candidates_keep_their_promises(gym: LeanGym, pool: CheckerPool) -> None
         assert result.outcome is not Outcome.ERROR
 
 
-@pytest.mark.parametrize("shape", reply_shapes("x"))
+@pytest.mark.parametrize("shape", reply_shapes("x", "lean"))
 def test_a_correct_proof_passes_in_every_shape_of_reply(gym: LeanGym, pool: CheckerPool, shape: str) -> None:
     task = next(t for t in gym.tasks() if "\n" in (t.reference or ""))  # line endings inside the proof too
     for proof in (task.reference or "", f"{task.metadata['statement']} := {task.reference}"):
-        result = gym.open(task).step(reply_shapes(proof)[shape])
+        result = gym.open(task).step(reply_shapes(proof, "lean")[shape])
         assert result.outcome is Outcome.PASS, (proof, result.observation[:300])
 
 

@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import harness
-from test_modelica_tasks import reply_shapes
+from conftest import harness, reply_shapes
 
 from gyms.base import Outcome, Task
 from gyms.conformance import check_gym
@@ -74,11 +73,11 @@ def test_the_reference_passes_and_a_wrong_parameter_fails_with_partial_credit(gy
     assert bad.info["checks"] == {"cA": True, "cB": False, "cC": False}
 
 
-@pytest.mark.parametrize("shape", reply_shapes("x"))
+@pytest.mark.parametrize("shape", reply_shapes("x", "modelica"))
 def test_a_correct_model_passes_in_every_shape_of_reply(gym, shape):
     task = task_of(gym, "event/bouncing-ball")
     with gym.open(task) as episode:
-        result = episode.step(reply_shapes(task.reference or "")[shape])
+        result = episode.step(reply_shapes(task.reference or "", "modelica")[shape])
     assert result.outcome is Outcome.PASS, result.observation[:300]
 
 

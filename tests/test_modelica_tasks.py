@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import reply_shapes
 
 from gyms.modelica import ModelicaGym
 from gyms.modelica.catalog import TaskFileError, load_catalog, load_task_file
@@ -118,28 +119,12 @@ def test_extracts_the_model_from_the_answer(answer, source):
     assert extract_source(answer) == source
 
 
-def reply_shapes(source: str) -> dict[str, str]:
-    """A reply holding `source`, in every common shape a correct reply comes in."""
-    fenced = f"Here it is:\n```modelica\n{source}\n```\n"
-    return {
-        "crlf": fenced.replace("\n", "\r\n"),
-        "lone cr": fenced.replace("\n", "\r"),
-        "closing fence without a newline": fenced.rstrip("\n"),
-        "closing fence on the last line": f"```modelica\n{source}```",
-        "bom": "\ufeff" + fenced,
-        "bom, no fence": "\ufeff" + source,
-        "lone cr, no fence": source.replace("\n", "\r"),
-        "whitespace after the fences": f"```modelica \t\n{source}\n``` \t \n",
-        "all at once": "\ufeff```modelica \t\r\n" + source.replace("\n", "\r\n") + "\r\n``` \t",
-    }
-
-
-@pytest.mark.parametrize("shape", reply_shapes("x"))
+@pytest.mark.parametrize("shape", reply_shapes("x", "modelica"))
 def test_the_model_is_found_in_every_shape_of_reply(shape):
     """Normalised once (no BOM, LF line endings): the compiler and the OpenModelica screen get the same text."""
-    assert extract_source(reply_shapes(MODEL)[shape]) == MODEL
+    assert extract_source(reply_shapes(MODEL, "modelica")[shape]) == MODEL
     external = MODEL.replace("equation", 'function f\n  output Real y;\n  external "C" y = g();\nend f;\nequation')
-    hidden = extract_source(reply_shapes(external)[shape])
+    hidden = extract_source(reply_shapes(external, "modelica")[shape])
     assert hidden is not None and "\r" not in hidden and screen(hidden) is not None
 
 

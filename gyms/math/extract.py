@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gyms.math.shape import is_scale_word, is_unit_word
+from gyms.math.shape import is_ascii_digit, is_ascii_letter, is_scale_word, is_unit_word, run_of
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # Inside a box only backslash escapes and braces matter: `\{` neither opens nor closes a group.
@@ -332,16 +332,16 @@ def _tokens(text: str) -> list[tuple[int, str]]:
     while i < n:
         char = text[i]
         if char.isspace():
-            end, kind = _run(text, i, str.isspace), _WS
+            end, kind = run_of(text, i, str.isspace), _WS
         elif char.isdigit() or (char == "." and text[i + 1 : i + 2].isdigit()):
             end, kind = _number_end(text, i), _NUM
         elif char == "\\" and i + 1 < n and not text[i + 1].isdigit():
-            end = _run(text, i + 1, _is_ascii_letter)
+            end = run_of(text, i + 1, is_ascii_letter)
             end, kind = (end if end > i + 1 else i + 2), _CMD
-        elif _is_ascii_letter(char):
-            end, kind = _run(text, i, _is_ascii_letter), _WORD
+        elif is_ascii_letter(char):
+            end, kind = run_of(text, i, is_ascii_letter), _WORD
         elif char in "*_":
-            end, kind = _run(text, i, char.__eq__), _CHAR
+            end, kind = run_of(text, i, char.__eq__), _CHAR
         else:
             end, kind = i + 1, _CHAR
         tokens.append((kind, text[i:end]))
@@ -349,35 +349,20 @@ def _tokens(text: str) -> list[tuple[int, str]]:
     return tokens
 
 
-def _run(text: str, start: int, accepts: Callable[[str], bool]) -> int:
-    end = start
-    while end < len(text) and accepts(text[end]):
-        end += 1
-    return end
-
-
-def _is_ascii_letter(char: str) -> bool:
-    return char.isascii() and char.isalpha()
-
-
-def _is_ascii_digit(char: str) -> bool:
-    return char.isascii() and char.isdigit()
-
-
 def _number_end(text: str, start: int) -> int:
     """Where the number at `start` ends: digits, `,ddd` thousands groups after 1–3 ASCII digits,
     then a decimal point and digits."""
-    end = _run(text, start, str.isdigit)
-    if 1 <= end - start <= 3 and all(_is_ascii_digit(c) for c in text[start:end]):
+    end = run_of(text, start, str.isdigit)
+    if 1 <= end - start <= 3 and all(is_ascii_digit(c) for c in text[start:end]):
         while (
             text[end : end + 1] == ","
             and len(text[end + 1 : end + 4]) == 3
-            and all(_is_ascii_digit(c) for c in text[end + 1 : end + 4])
+            and all(is_ascii_digit(c) for c in text[end + 1 : end + 4])
             and not text[end + 4 : end + 5].isdigit()
         ):
             end += 4
     if text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit():
-        end = _run(text, end + 1, str.isdigit)
+        end = run_of(text, end + 1, str.isdigit)
     return end
 
 

@@ -244,7 +244,7 @@ def shape_of(latex: str) -> Shape:
         if feature is not None:
             features.add(feature)
         features |= _value_marks(tokens, index, previous, in_text)
-        if _is_digit(token[0]):
+        if is_ascii_digit(token[0]):
             if after_number:
                 features.add(SEVERAL)  # math-verify would add them up or join them
             after_number = True
@@ -270,11 +270,11 @@ def shape_of(latex: str) -> Shape:
 def _value_marks(tokens: list[tuple[int, str]], index: int, previous: str, in_text: bool) -> set[str]:
     """Marks on a number that math-verify drops, though they change what it is worth."""
     token = tokens[index][1]
-    if token == "_" and _is_digit(previous[:1]):
+    if token == "_" and is_ascii_digit(previous[:1]):
         return {f"{BASE}:{_subscript(tokens, index + 1)}"}  # `101_2`: math-verify reads 101
-    if token == "'" and (_is_digit(previous[:1]) or previous in _CLOSERS):
+    if token == "'" and (is_ascii_digit(previous[:1]) or previous in _CLOSERS):
         return {PRIME}  # `5'`: math-verify drops quotes
-    if _is_ascii_letter(token[0]) and (in_text or len(token) > 1):
+    if is_ascii_letter(token[0]) and (in_text or len(token) > 1):
         scale = _scale(token, in_text)
         return {f"{SCALE}:{scale}"} if scale else set()
     return set()
@@ -328,7 +328,7 @@ def _units(tokens: list[tuple[int, str]]) -> tuple[int, str | None]:
     if end in (0, len(tokens)):
         return 0, None  # no units, or only text: `\text{(C)}` is the value itself
     start, token = tokens[end - 1]
-    if bare and not (_is_digit(token[0]) or token in (")", "]", "}", "\\pi")):
+    if bare and not (is_ascii_digit(token[0]) or token in (")", "]", "}", "\\pi")):
         return 0, None
     return start + len(token), " ".join(g for g in reversed(groups) if g)
 
@@ -336,9 +336,9 @@ def _units(tokens: list[tuple[int, str]]) -> tuple[int, str | None]:
 def _power_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, list[str]]:
     """The power of a unit that ends at tokens[end] (`^2`, `^{2}`), if any: where it starts, and it."""
     texts = [token for _, token in tokens[max(0, end - 4) : end]]
-    if texts[-2:-1] == ["^"] and _is_digit(texts[-1][:1]):
+    if texts[-2:-1] == ["^"] and is_ascii_digit(texts[-1][:1]):
         return end - 2, [f"^{texts[-1]}"]
-    if len(texts) == 4 and texts[0] == "^" and texts[1] == "{" and _is_digit(texts[2][:1]) and texts[3] == "}":
+    if len(texts) == 4 and texts[0] == "^" and texts[1] == "{" and is_ascii_digit(texts[2][:1]) and texts[3] == "}":
         return end - 4, [f"^{texts[2]}"]
     return end, []
 
@@ -350,7 +350,7 @@ def _unit_group_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, li
     if end < 3 or tokens[end - 1][1] != "}":
         return None
     start = end - 1
-    while start > 0 and (_is_ascii_letter(tokens[start - 1][1][0]) or tokens[start - 1][1] in (".", "/", "-")):
+    while start > 0 and (is_ascii_letter(tokens[start - 1][1][0]) or tokens[start - 1][1] in (".", "/", "-")):
         start -= 1
     if start < 2 or tokens[start - 1][1] != "{" or tokens[start - 2][1] not in _TEXT_COMMANDS:
         return None
@@ -360,7 +360,7 @@ def _unit_group_before(tokens: list[tuple[int, str]], end: int) -> tuple[int, li
 
 def is_unit_word(word: str) -> bool:
     """Whether a bare word names a unit (`cm`, `Dollars`, `inches`) rather than variables."""
-    return _is_ascii_letter(word[:1]) and _singular(word.lower()) in _BARE_UNITS
+    return is_ascii_letter(word[:1]) and _singular(word.lower()) in _BARE_UNITS
 
 
 def is_scale_word(word: str) -> bool:
@@ -448,7 +448,7 @@ def _tokens(latex: str) -> Iterator[tuple[int, str]]:
                 j += 1
             end = j if j > i + 1 else min(i + 2, n)
         elif char.isascii() and char.isalpha():
-            end = _run(latex, i, _is_ascii_letter)
+            end = run_of(latex, i, is_ascii_letter)
         elif char.isascii() and char.isdigit():
             end = _number_end(latex, i)
         else:
@@ -457,31 +457,32 @@ def _tokens(latex: str) -> Iterator[tuple[int, str]]:
         i = end
 
 
-def _run(text: str, start: int, accepts: Callable[[str], bool]) -> int:
+def run_of(text: str, start: int, accepts: Callable[[str], bool]) -> int:
+    """Where the run of characters `accepts` takes, from `start`, ends."""
     end = start
     while end < len(text) and accepts(text[end]):
         end += 1
     return end
 
 
-def _is_ascii_letter(char: str) -> bool:
+def is_ascii_letter(char: str) -> bool:
     return char.isascii() and char.isalpha()
 
 
-def _is_digit(char: str) -> bool:
+def is_ascii_digit(char: str) -> bool:
     return char.isascii() and char.isdigit()
 
 
 def _number_end(text: str, start: int) -> int:
     """Where the digits starting at `start` end, taking in `,ddd` thousands groups after 1–3 digits."""
-    end = _run(text, start, _is_digit)
+    end = run_of(text, start, is_ascii_digit)
     if end - start > 3:
         return end
     while (
         text[end : end + 1] == ","
         and len(text[end + 1 : end + 4]) == 3
-        and all(_is_digit(c) for c in text[end + 1 : end + 4])
-        and not _is_digit(text[end + 4 : end + 5] or "x")
+        and all(is_ascii_digit(c) for c in text[end + 1 : end + 4])
+        and not is_ascii_digit(text[end + 4 : end + 5] or "x")
     ):
         end += 4
     return end
