@@ -51,14 +51,21 @@ def line_bytes(widths: Sequence[int]) -> int:
     return sum(widths) + len(widths)  # the separators and the newline
 
 
-def parse(data: bytes | None, count: int, widths: Sequence[int]) -> list[list[str]] | NoVerdict:
-    """`count` lines of fields of `widths`, lower-case binary; NoVerdict for anything else."""
+def as_text(data: bytes | None) -> str | NoVerdict:
+    """The recorded outputs as text: NoVerdict where there are none, or they are not plain ASCII."""
     if data is None:
         return NoVerdict("the testbench wrote no outputs", started=False)
     try:
-        text = data.decode("ascii")
+        return data.decode("ascii")
     except UnicodeDecodeError:
         return NoVerdict("the recorded outputs are not plain text", started=True)
+
+
+def parse(data: bytes | None, count: int, widths: Sequence[int]) -> list[list[str]] | NoVerdict:
+    """`count` lines of fields of `widths`, lower-case binary; NoVerdict for anything else."""
+    text = as_text(data)
+    if isinstance(text, NoVerdict):
+        return text
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

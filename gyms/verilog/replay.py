@@ -236,12 +236,9 @@ def parse_trace(data: bytes | None, ports: Sequence[PortSpec], timescale: str) -
 def parse_samples(data: bytes | None, trace: Trace, widths: Sequence[int]) -> list[tuple[int, list[str]]] | NoVerdict:
     """The candidate's lines: (time in fs, output fields), times strictly increasing, every
     recorded time present and none after the last; NoVerdict for anything else."""
-    if data is None:
-        return NoVerdict("the testbench wrote no outputs", started=False)
-    try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError:
-        return NoVerdict("the recorded outputs are not plain text", started=True)
+    text = recorded.as_text(data)
+    if isinstance(text, NoVerdict):
+        return text
     if text and not text.endswith("\n"):
         return NoVerdict("the recorded outputs end in the middle of a line", started=True)
     samples: list[tuple[int, list[str]]] = []
