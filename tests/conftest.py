@@ -49,21 +49,24 @@ def busy_loops(count: int) -> Iterator[None]:
 
 
 def past_its_limit(
-    run: Callable[[float], T], wall_s: Callable[[T], float | None], last_wall_s: float, attempts: int = 3
+    run: Callable[[float], T], times: Callable[[T], tuple[float, float] | None], last: tuple[float, float],
+    attempts: int = 3,
 ) -> tuple[T, float]:
     """A run under load whose wall time went past its limit, and that limit: what a test of a
-    CPU-time limit needs to show (a wall-clock limit would have failed the run). Each try's
-    limit is two thirds of the wall time last seen, as the load slows the work by a factor no
-    test controls (other work shares the machine); a try that ran faster than that is tried
-    again with its own time. A run with no wall time (`wall_s` gives None: it did not pass) is
-    returned at once. The caller asserts what the run gave."""
+    CPU-time limit needs to show (a wall-clock limit would have failed the run). `times` gives a
+    run's (CPU, wall) seconds, None for a run that did not pass (returned at once, for the caller's
+    assertions). Each try's limit is the geometric mean of the CPU and wall time last seen: as far
+    above the CPU time the work needs as below the wall time the load stretched it to, since the
+    load slows it by a factor no test controls (other work shares the machine) and a checker with
+    threads of its own spends more CPU than one core's share. A try that came out faster than its
+    limit is tried again with its own times."""
     for _ in range(attempts):
-        limit = round(last_wall_s / 1.5, 2)
+        limit = round((last[0] * last[1]) ** 0.5, 2)
         result = run(limit)
-        seen = wall_s(result)
-        if seen is None or seen > limit:
+        seen = times(result)
+        if seen is None or seen[1] > limit:
             return result, limit
-        last_wall_s = seen
+        last = seen
     raise AssertionError(f"the load did not slow the work past its limit in {attempts} tries: the test shows nothing")
 
 

@@ -6,11 +6,11 @@ again as its limit (a wall-clock limit fails it) still passes, as its CPU time i
 limit; a non-terminating answer still fails as timed out within the gym's step timeout. Both run
 through the gym, on the real wasm Lean and on the real rumoca runner in the sandbox.
 
-The limit is set from the answer's own run under the same load (two thirds of its wall time,
-`conftest.past_its_limit`, tried again from the new time if a run came out faster): how much the
-loops slow a checker down depends on what else the machine runs (1.9 to more than 6 times here,
-with other work on the machine), and the test needs a slowdown past the limit and short of the
-wall-clock backstop, three times the limit.
+The limit is set from the answer's own run under the same load (`conftest.past_its_limit`: the
+geometric mean of its CPU and wall time, tried again from the new times if a run came out
+faster): how much the loops slow a checker down depends on what else the machine runs (1.9 to
+more than 6 times here, with other work on the machine), and the test needs a slowdown past the
+limit and short of the wall-clock backstop, three times the limit.
 """
 
 from __future__ import annotations
@@ -47,6 +47,13 @@ def step(gym: Gym, task: Task, answer: str) -> tuple[StepResult, float]:
     return result, time.monotonic() - started
 
 
+def _times(result: StepResult, stage: str) -> tuple[float, float] | None:
+    """(CPU, wall) seconds of a passing step's `stage`; None for a step that did not pass."""
+    if result.outcome is not Outcome.PASS:
+        return None
+    return result.info[f"{stage}_cpu_s"], result.info[f"{stage}_s"]
+
+
 def test_lean_a_correct_proof_near_its_cpu_limit_passes_on_a_busy_machine(wasm_lean) -> None:  # noqa: F811
     probe = LeanGym(suite="heavy")
     task = next(t for t in probe.tasks("train") if t.id == "heavy/heavy_fin_mul_mod_comm")
@@ -68,7 +75,7 @@ def test_lean_a_correct_proof_near_its_cpu_limit_passes_on_a_busy_machine(wasm_l
             client(gym.settings, "").close()  # and the replacement of the killed checker with it
         return loaded, hung, hung_wall, gym
 
-    (loaded, hung, hung_wall, gym), limit = past_its_limit(run, lambda r: r[0].info.get("check_s"), measured.info["check_s"])
+    (loaded, hung, hung_wall, gym), limit = past_its_limit(run, lambda r: _times(r[0], "check"), _times(measured, "check"))
     assert loaded.outcome is Outcome.PASS, f"{loaded.observation[:300]} (limit {limit} s, {measured.info})"
     assert hung.outcome is Outcome.FAIL and hung.info.get("timed_out") is True, hung.observation[:300]
     assert hung_wall < gym.step_timeout_s
@@ -106,8 +113,8 @@ def test_modelica_a_correct_model_near_its_cpu_limit_passes_on_a_busy_machine() 
             hung, hung_wall = step(gym, never_ends.task(), as_answer(never_ends.reference.replace(old, new)))
         return loaded, hung, hung_wall, gym
 
-    (loaded, hung, hung_wall, gym), budget = past_its_limit(run, lambda r: r[0].info.get("simulate_s"),
-                                                           measured.info["simulate_s"])  # fmt: skip
+    (loaded, hung, hung_wall, gym), budget = past_its_limit(run, lambda r: _times(r[0], "simulate"),
+                                                           _times(measured, "simulate"))  # fmt: skip
     assert loaded.outcome is Outcome.PASS, f"{loaded.observation[:300]} (budget {budget} s, {measured.info})"
     assert hung.outcome is Outcome.FAIL and hung.info.get("timed_out") is True, hung.observation[:300]
     assert hung_wall < gym.step_timeout_s
