@@ -194,6 +194,7 @@ class CheckerPool:
 
     def close(self) -> None:
         # No waiting for a restart in progress: a gym worker process has 2 s to exit.
+        self.closed = True
         self._launcher.shutdown(wait=False, cancel_futures=True)
         for checker in self._checkers:
             checker.close()

@@ -52,7 +52,7 @@ _clients: dict[tuple[int, Settings, str], CheckerPool | ColdChecker] = {}
 
 def client(settings: Settings, imports: str) -> CheckerPool | ColdChecker:
     key = (os.getpid(), settings, imports)
-    if key not in _clients:
+    if key not in _clients or getattr(_clients[key], "closed", False):  # a closed pool cannot check again
         backend = settings.make_backend()
         if settings.mode == "cold":
             made: CheckerPool | ColdChecker = ColdChecker(backend, imports, settings.cold_start_s)
