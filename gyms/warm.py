@@ -12,10 +12,11 @@ never blocks the worker.
 
 A request that checks an answer is limited in CPU time (`cpu_s`): what the checker's processes
 (the sandbox's process tree) spend on it, read from /proc while the host waits for the reply. A
-busy machine slows a checker down but does not make it spend more CPU, so a correct answer near
-its limit passes whatever the load. Wall time (`timeout_s`) backs the limit up, `WALL_PER_CPU`
-times as long, for a checker that sleeps or is starved of CPU. Starting a checker is not the
-answer's work: its limit is wall time alone.
+busy machine slows a checker down many times over but makes it spend little more CPU (up to
+about 1.7 times as much here, where busy neighbours share its caches and cores), so a correct
+answer passes under any load that leaves it that much headroom below its limit. Wall time
+(`timeout_s`) backs the limit up, `WALL_PER_CPU` times as long, for a checker that sleeps or is
+starved of CPU. Starting a checker is not the answer's work: its limit is wall time alone.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from attacks import Attack, assert_attacks_fail
 from conftest import busy_loops, needs_icarus, past_its_limit
 
 from gyms.base import Outcome, StepResult
-from gyms.pool import GymPool
+from gyms.pool import GymPool, StepCall
 from gyms.verilog import VerilogGym
 from gyms.verilog.candidates import answer
 from gyms.verilog.precheck import ELABORATE_MEMORY_MB
@@ -79,30 +79,39 @@ def test_costly_elaborations_leave_nothing_behind_and_later_verdicts_hold() -> N
     assert_attacks_fail(gym, gym.tasks()[0], attacks, answer(ADDER), wrong, min_attacks=len(attacks))
 
 
-def _times(result: StepResult) -> tuple[float, float] | None:
-    """(CPU, wall) seconds of a passing step's simulation; None for a step that did not pass."""
-    return (result.info["sim_cpu_s"], result.info["sim_s"]) if result.outcome is Outcome.PASS else None
+def _seen(call: StepCall) -> tuple[float | None, float]:
+    """(CPU, wall) seconds of a passing step's simulation; (None, the step's service time) for a
+    step that did not pass."""
+    result = call.result
+    if result.outcome is not Outcome.PASS:
+        return None, call.service_s
+    return result.info["sim_cpu_s"], result.info["sim_s"]
 
 
 @needs_icarus
 def test_a_correct_simulation_near_its_cpu_limit_passes_on_a_busy_machine() -> None:
-    # 100000 vectors per sequence: a simulation of about half a second of CPU. Beside four busy
-    # loops per core it is measured once under a generous limit, then checked again under a limit
-    # between the CPU and the wall time it took (conftest.past_its_limit): a wall-clock limit would
-    # fail it, a CPU-time one passes it.
+    # 100000 vectors per sequence: a simulation of about half a second of CPU. Beside busy loops
+    # it is measured once under a generous limit, then checked again under a limit between the
+    # CPU and the wall time it took (conftest.past_its_limit): a wall-clock limit would fail it, a
+    # CPU-time one passes it.
     generous = VerilogGym(tasks="adder8", vectors=100000, sim_timeout_s=60)
     task = generous.tasks()[0]
     (hang,) = [c for c in generous.candidates(task, random.Random(0)) if c.expect == "timeout"]
+    loops = 4 * len(os.sched_getaffinity(0))
     with GymPool(1, step_timeout_s=generous.step_timeout_s) as pool:
         assert pool.step(generous.open(task), answer(ADDER)).result.outcome is Outcome.PASS  # started before the load
 
-        def run(limit: float) -> tuple[StepResult, StepResult]:
+        def run(limit: float, loops: int) -> tuple[StepCall, StepResult]:
             tight = VerilogGym(tasks="adder8", vectors=100000, sim_timeout_s=limit)
-            return pool.step(tight.open(task), answer(ADDER)).result, pool.step(tight.open(task), hang.action).result
+            with busy_loops(loops):
+                return pool.step(tight.open(task), answer(ADDER)), pool.step(tight.open(task), hang.action).result
 
-        with busy_loops(4 * len(os.sched_getaffinity(0))):
+        with busy_loops(loops):
             measured = pool.step(generous.open(task), answer(ADDER)).result
-            assert measured.outcome is Outcome.PASS
-            (loaded, hung), limit = past_its_limit(run, lambda results: _times(results[0]), _times(measured))
+        assert measured.outcome is Outcome.PASS
+        (loaded_call, hung), limit = past_its_limit(
+            run, lambda calls: _seen(calls[0]), (measured.info["sim_cpu_s"], measured.info["sim_s"]), loops
+        )
+    loaded = loaded_call.result
     assert loaded.outcome is Outcome.PASS, f"{loaded.observation[:300]} (limit {limit} s, {loaded.info})"
     assert hung.outcome is Outcome.FAIL and hung.info.get("timed_out") is True, hung.observation[:300]

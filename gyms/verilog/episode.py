@@ -28,6 +28,7 @@ from gyms.verilog.recorded import NoVerdict, Score
 from gyms.verilog.simulators import Build, Job, make_simulator
 from gyms.verilog.testbench import WAVES
 from gyms.verilog.toolchain import build_env, ccache_dir, require_verilator
+from gyms.warm import WALL_PER_CPU
 
 FEEDBACK_CHARS = 2500  # compiler output beyond this is noise to the model
 CCACHE_SCRATCH = ".ccache-tmp"  # ccache's temporary files, in the turn directory
@@ -37,11 +38,10 @@ RETRY = "\nFix the design and answer with the complete module again."
 
 # The limits on an answer's build and simulation are CPU time (`compile_timeout_s` and the
 # simulation timeout of it, counted per process), which a loaded machine does not eat into; wall
-# time only backs them up, WALL_PER_CPU times as long. A design that loops burns CPU and ends at
-# its CPU limit whatever the load, while a correct one on a machine at load 12 (6 runnable
-# processes per core, seen under CI beside other work) took more than 30 s of wall time to build
-# with a few seconds of CPU, and failed as the model's fault.
-WALL_PER_CPU = 3.0
+# time only backs them up, WALL_PER_CPU times as long, as for every gym's checks. A design that
+# loops burns CPU and ends at its CPU limit whatever the load, while a correct one on a machine at
+# load 12 (6 runnable processes per core, seen under CI beside other work) took more than 30 s of
+# wall time to build with a few seconds of CPU, and failed as the model's fault.
 
 
 def cpu_limits(cpu_s: float, **limits: Any) -> Limits:

@@ -38,7 +38,7 @@ from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.options import Options
 from gyms.verilog.benches import BenchOptions
 from gyms.verilog.candidates import builtin_candidates, loader_candidates
-from gyms.verilog.episode import WALL_PER_CPU, Settings, VerilogEpisode
+from gyms.verilog.episode import Settings, VerilogEpisode
 from gyms.verilog.dataset_vetting import Vetting, vet_references
 from gyms.verilog.loaders import Loaded, load_source
 from gyms.verilog.precheck import ELABORATE_WALL_S
@@ -47,6 +47,7 @@ from gyms.verilog.spec import MODULE
 from gyms.verilog import toolchain
 from gyms.verilog.tasks import SUITES, suite_tasks
 from gyms.verilog.toolchain import ToolMissing, package_version, tool_checks
+from gyms.warm import WALL_PER_CPU
 
 SPLITS = ("train",)
 TESTBENCHES = ("sv", "cocotb")
