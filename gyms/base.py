@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 
@@ -267,6 +268,13 @@ class Gym(ABC):
         check's `timeout` candidates (waiting out the full limit once per task is most of a
         check's time). The default is the gym itself."""
         return self
+
+    def answer_keys(self) -> Sequence[Path]:
+        """Host paths that no sandbox may read: the answer keys (reference solutions, expected
+        outputs, recorded traces) of this gym's tasks. A gym pool masks them in each of its
+        workers before the worker's first step (`gyms.sandbox.hide_from_sandboxes`), so every
+        sandbox a step starts shows them empty, whatever that process imported."""
+        return ()
 
     def tools(self) -> list[ToolCheck]:
         """The external tools this gym runs, with their availability."""

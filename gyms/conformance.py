@@ -127,7 +127,7 @@ def check_gym(
             f"the first under its own ({gym.step_timeout_s:g} s)"
         )
 
-    with GymPool(workers, step_timeout_s=gym.step_timeout_s) as pool:
+    with GymPool(workers, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
         # A window of steps in flight, each episode closed once judged: a gym whose open episodes
         # hold something scarce (the openenv gym: a server's sessions) never holds more than that.
         # The window refills as any step ends, so one hang does not idle the other workers.

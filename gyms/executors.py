@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from gyms.pool import GymPool, SlotPool
 
 EXECUTORS = ("local", "ray")
@@ -15,11 +18,13 @@ def make_pool(
     workers: int | None = None,
     step_timeout_s: float = 10.0,
     ray_address: str | None = None,
+    answer_keys: Sequence[Path] = (),
 ) -> SlotPool:
-    """A gym pool for `gym` (a registered name or module:Class) on the chosen executor."""
+    """A gym pool for `gym` (a registered name or module:Class) on the chosen executor, whose
+    workers mask `answer_keys` (the gym's `answer_keys()`; a Ray worker asks its own gym)."""
     check(executor, ray_address)
     if executor == "local":
-        return GymPool(workers, step_timeout_s=step_timeout_s)
+        return GymPool(workers, step_timeout_s=step_timeout_s, answer_keys=answer_keys)
     from gyms.ray_pool import RayGymPool  # Ray is imported only when asked for
 
     return RayGymPool(gym, gym_options, workers, step_timeout_s=step_timeout_s, address=ray_address)

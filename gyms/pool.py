@@ -13,6 +13,9 @@ directories of episodes the pool still holds open (between turns, queued, or run
 another worker) stay, as the gym's `Workdir` attributes of those episodes; `close()` removes
 those too, since no episode can be stepped after it.
 
+A worker masks the gym's answer keys (`Gym.answer_keys()`, given to the pool) from every
+sandbox before its first step, whatever modules it imports later.
+
 `SlotPool` holds what every executor shares: the queue, one thread per slot, the accounting,
 replacement, and where each slot's worker runs. `GymPool` runs the workers as local
 processes; `gyms.ray_pool.RayGymPool` runs them as Ray actors across a cluster.
@@ -30,13 +33,15 @@ import traceback
 import weakref
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
 from gyms.base import GYM_EXCEPTION, Episode, Outcome, StepResult
-from gyms.sandbox import Workdir, kill_sandboxes_of, remove_workdirs_of
+from gyms.sandbox import Workdir, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
 _HOST_MARGIN = 1.5
@@ -419,14 +424,18 @@ _Process = tuple[mp.process.BaseProcess, Connection]
 
 
 class GymPool(SlotPool[_Process]):
-    def __init__(self, workers: int | None = None, step_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, workers: int | None = None, step_timeout_s: float = 10.0, answer_keys: Sequence[str | Path] = ()
+    ) -> None:
+        """`answer_keys`: the gym's (`Gym.answer_keys()`), masked in every worker before its first step."""
         self._ctx = mp.get_context("spawn")  # the parent runs threads: never fork it
         self._node = socket.gethostname()
+        self._answer_keys = tuple(str(key) for key in answer_keys)
         super().__init__(workers or default_workers(), step_timeout_s)
 
     def _start(self) -> tuple[_Process, str]:
         parent_end, child_end = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child_end,), daemon=True)
+        proc = self._ctx.Process(target=_worker_main, args=(child_end, self._answer_keys), daemon=True)
         proc.start()
         child_end.close()
         try:
@@ -477,8 +486,9 @@ class GymPool(SlotPool[_Process]):
         remove_workdirs_of(worker[0].pid)
 
 
-def _worker_main(conn: Connection) -> None:
+def _worker_main(conn: Connection, answer_keys: tuple[str, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    hide_from_sandboxes(*answer_keys)
     conn.send("ready")
     while (message := conn.recv()) is not None:
         reply = step_here(*message)

@@ -28,7 +28,7 @@ from gyms.pool import (
     START_TIMEOUT_S, Held, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here,
 )  # fmt: skip
 from gyms.registry import load_class, make
-from gyms.sandbox import alive, kill_sandboxes_of, remove_workdirs_of
+from gyms.sandbox import alive, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 
 CPUS_PER_WORKER = 1
 CLEANUP_TIMEOUT_S = 15.0
@@ -45,7 +45,8 @@ class GymWorker:
     def __init__(self, gym: str, options: dict[str, str]) -> None:
         import ray
 
-        make(gym, **options)  # a node without the gym fails here, at start-up, not mid-run
+        # A node without the gym fails here, at start-up, not mid-run.
+        hide_from_sandboxes(*make(gym, **options).answer_keys())
         node_id = ray.get_runtime_context().get_node_id()
         self._where = (node_label(ray.util.get_node_ip_address(), node_id), node_id, os.getpid())
 

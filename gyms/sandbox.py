@@ -24,7 +24,8 @@ What it does not cover
 ----------------------
 * Reads: the host filesystem is visible read-only (minus /dev/shm), /tmp included, so the
   project may live in a temp dir, except the paths hidden from sandboxes: the answer keys
-  that gyms keep on the host (`hide_from_sandboxes`, `Sandbox(hide=...)`; bwrap only). Do not
+  that gyms keep on the host (`Gym.answer_keys()`, masked by every gym pool worker through
+  `hide_from_sandboxes`, and `Sandbox(hide=...)`; bwrap only). Do not
   keep other secrets in readable files on a machine that runs untrusted code.
 * Disk quota: the number of files in the work directory is not limited, only their size.
 * The `process` backend (used where bwrap cannot run, with a warning) applies only the
@@ -491,8 +492,9 @@ _hidden: set[str] = set()
 
 def hide_from_sandboxes(*paths: str | Path) -> None:
     """Hide `paths` from every sandbox this process starts from now on: answer keys (reference
-    solutions, expected outputs) that a gym keeps on the host. Gyms call this where they load
-    tasks; a worker process does it again when it imports the gym's modules."""
+    solutions, expected outputs) that a gym keeps on the host. A gym pool's worker calls it with
+    its gym's `answer_keys()` before its first step; a process that steps episodes itself,
+    outside a pool, calls it the same way."""
     _hidden.update(str(Path(p).resolve()) for p in paths)
 
 

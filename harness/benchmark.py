@@ -156,7 +156,7 @@ def _measure(
     w.block["modes"], w.block["repeats"] = {}, []
     fates: dict[str, list[Fate]] = {}  # per mode, over the repeats
     pool = executors.make_pool(spec.executor, w.name, w.options, spec.gym_workers, w.gym.step_timeout_s,
-                               spec.ray_address)  # fmt: skip
+                               spec.ray_address, w.gym.answer_keys())  # fmt: skip
     with pool:
         w.block["gym_workers"] = pool.workers
         for r in range(spec.repeats):

@@ -44,7 +44,7 @@ def measure(gym: Gym, limit: int | None = None, workers: int | None = None) -> C
         raise ValueError(f"gym {gym.name} offers no candidates to profile (Gym.candidates returned none)")
     by_id = {t.id: t for t in tasks}
     pool_size = workers or default_workers()
-    with GymPool(pool_size, step_timeout_s=gym.step_timeout_s) as pool:
+    with GymPool(pool_size, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
 
         def step(batch: list[tuple[str, Candidate, float]]) -> list[StepCall]:
             futures = [pool.submit(gym.open(by_id[tid]), c.action) for tid, c, _ in batch]

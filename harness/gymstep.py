@@ -66,7 +66,7 @@ def step_answers(gym: Gym, task: Task, answer_files: Sequence[str]) -> tuple[lis
     files left when the episode ended (a pass, an error, or its last turn) are returned unstepped."""
     answers = [(path, read_answer(path)) for path in answer_files]  # every file read before any step
     turns: list[SteppedTurn] = []
-    with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
+    with GymPool(1, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
         episode = gym.open(task)
         for number, (path, answer) in enumerate(answers):
             if episode.done:

@@ -78,7 +78,7 @@ def serve(
     from gyms.openenv.server import MAX_PAYLOAD_BYTES, ServedGym, build_app
 
     sock = bind(host, port)
-    with closing(sock), GymPool(workers, step_timeout_s=gym.step_timeout_s) as pool:
+    with closing(sock), GymPool(workers, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
         served = ServedGym(gym, pool, split, seed)
         sessions = max_sessions or 4 * pool.workers
         app = build_app(served, sessions, idle_timeout_s)

@@ -95,7 +95,7 @@ def assert_attacks_fail(
     canary = prepare_canary()
     problems = []
     workers = set()  # every worker process the pool ran (a killed one is replaced)
-    with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
+    with GymPool(1, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
         for attack in attacks:
             workers |= _children()
             target = attack.task or task

@@ -21,7 +21,6 @@ from gyms.verilog.candidates import answer
 from gyms.verilog.episode import _log
 from gyms.verilog.recorded import NoVerdict
 from gyms.sandbox import Sandbox, SandboxRun
-from gyms.verilog import tasks as verilog_tasks
 from gyms.verilog.tasks import builtin_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
@@ -203,23 +202,3 @@ def test_links_and_fifos_planted_in_a_turn_directory_are_not_followed() -> None:
     finally:
         episode.close()
     assert _snapshot(CANARY) == before and Path("/etc/passwd").read_bytes() == passwd
-
-
-@needs_icarus
-def test_the_answer_key_is_unreadable_in_the_sandbox_even_past_the_screen(tmp_path, monkeypatch) -> None:
-    """The dataset's reference, the recorded trace and the golden models are hidden from every
-    sandbox, so code that got past the screen still finds no key to copy."""
-    monkeypatch.setenv("HEAVYGYM_TRACE_CACHE", str(tmp_path / "traces"))
-    dataset = FIXTURES / "verilog_eval"
-    gym = VerilogGym(source=f"verilog-eval:{dataset}", tasks="Prob002_count_down", sim_timeout_s=2)
-    task = gym.tasks()[0]
-    with gym.open(task) as episode:  # records the trace, as the first step of a run does
-        assert episode.step(answer(task.reference)).outcome is Outcome.PASS
-    make_bench(task, episode.settings.bench)
-    (trace,) = (tmp_path / "traces").iterdir()
-    reference = dataset / "Prob002_count_down_ref.sv"
-    golden = Path(verilog_tasks.__file__).parent / "sequential.py"
-    sandbox = Sandbox()
-    with sandbox.workdir() as workdir:
-        shown = sandbox.run(["sh", "-c", f"cat {reference} {trace} {golden}"], workdir)
-    assert "RefModule" not in shown.output and "module" not in shown.stdout and not shown.stdout.strip()

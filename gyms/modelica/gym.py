@@ -9,7 +9,7 @@ from pathlib import Path
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.modelica import mutations
 from gyms.modelica.backend import tool_checks
-from gyms.modelica.catalog import SPLITS, SUITES, TaskSpec, suite_catalog
+from gyms.modelica.catalog import SPLITS, SUITES, TASK_DIR, TaskSpec, suite_catalog
 from gyms.modelica.episode import ModelicaEpisode
 from gyms.modelica.library import LIBRARY_ROOT, library_names
 from gyms.modelica.simulation import BACKENDS, BackendConfig
@@ -81,6 +81,10 @@ class ModelicaGym(Gym):
     def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
         spec: TaskSpec | None = self._specs.get(task.id)
         return mutations.candidates(spec) if spec is not None else super().candidates(task, rng)
+
+    def answer_keys(self) -> list[Path]:
+        """Both suites' reference models."""
+        return [TASK_DIR]
 
     def tools(self) -> list[ToolCheck]:
         return tool_checks(self.config.kind)

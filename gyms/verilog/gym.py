@@ -33,6 +33,7 @@ import copy
 import fnmatch
 import random
 from functools import cached_property
+from pathlib import Path
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.options import Options
@@ -44,8 +45,8 @@ from gyms.verilog.loaders import Loaded, load_source
 from gyms.verilog.precheck import ELABORATE_WALL_S
 from gyms.verilog.simulators import SIMULATORS
 from gyms.verilog.spec import MODULE
-from gyms.verilog import toolchain
-from gyms.verilog.tasks import SUITES, suite_tasks
+from gyms.verilog import replay, toolchain
+from gyms.verilog.tasks import SUITES, TASK_DIR, suite_tasks
 from gyms.verilog.toolchain import ToolMissing, package_version, tool_checks
 from gyms.warm import WALL_PER_CPU
 
@@ -226,6 +227,14 @@ class VerilogGym(Gym):
         short.sim_timeouts = {}
         short.step_timeout_s = step_timeout(self.compile_timeout_s, short.sim_timeout_s)
         return short
+
+    def answer_keys(self) -> list[Path]:
+        """The built-in golden models, a benchmark's folder (its references) and the recorded
+        reference traces; a bench copies into a sandbox only what one run needs."""
+        keys = [TASK_DIR, replay.cache_dir()]
+        if self.source != "builtin":
+            keys.append(Path(self.source.partition(":")[2]).expanduser().resolve())
+        return keys
 
     def tools(self) -> list[ToolCheck]:
         return tool_checks(self.simulator, self.testbench)
