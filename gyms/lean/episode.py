@@ -7,9 +7,7 @@ started on first use and reused by every episode there.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from multiprocessing import util
 from typing import Any
 
 from gyms.base import Episode, Outcome, Task, Verdict
@@ -18,6 +16,7 @@ from gyms.lean.backends import Backend, BackendUnavailable, NativeBackend, WasmB
 from gyms.lean.checker import CheckerPool, ColdChecker, LeanCrashedOnProof
 from gyms.lean.extract import Refusal, extract_proof
 from gyms.lean.protocol import Message, ProofJob, ProtocolError, ProtocolViolation
+from gyms.resources import per_process
 from gyms.sandbox import SandboxError
 from gyms.warm import WarmCrash, WarmTimeout
 
@@ -46,23 +45,16 @@ class Settings:
         return NativeBackend(self.repl, self.project, self.lean)
 
 
-# One client per (worker process, settings, imports); a forked child must not use its parent's.
-_clients: dict[tuple[int, Settings, str], CheckerPool | ColdChecker] = {}
-
-
 def client(settings: Settings, imports: str) -> CheckerPool | ColdChecker:
-    key = (os.getpid(), settings, imports)
-    if key not in _clients or getattr(_clients[key], "closed", False):  # a closed pool cannot check again
+    """This process's checkers for these settings and imports (`gyms.resources.per_process`)."""
+
+    def make() -> CheckerPool | ColdChecker:
         backend = settings.make_backend()
         if settings.mode == "cold":
-            made: CheckerPool | ColdChecker = ColdChecker(backend, imports, settings.cold_start_s)
-        else:
-            made = CheckerPool(backend, imports, settings.checkers)
-        # Runs at exit in the main process and, unlike atexit, in gym worker processes too
-        # (multiprocessing ends them with os._exit): their checkers and work directories go.
-        util.Finalize(None, made.close, exitpriority=10)
-        _clients[key] = made
-    return _clients[key]
+            return ColdChecker(backend, imports, settings.cold_start_s)
+        return CheckerPool(backend, imports, settings.checkers)
+
+    return per_process(("lean", settings, imports), make)
 
 
 def split_header(header: str) -> tuple[str, str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-import os
 import random
 import re
 import sys
@@ -18,6 +16,7 @@ from gyms.math.extract import extract_answers
 from gyms.math.shape import SEVERAL, screen, shape_of, value_of
 from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
 from gyms.options import Options
+from gyms.resources import per_process
 from gyms.sandbox import SandboxError
 from gyms.warm import WALL_PER_CPU, WarmCrash, WarmProcess, WarmTimeout
 
@@ -46,18 +45,11 @@ NOT_ALL_CORRECT = "Your reply gives {} different final answers, and not all of t
 NOT_CHECKED = "Your answer could not be checked in time; give it in a simpler form."
 RETRY = " You may try again."
 
-# One checker per worker process, started on first use and reused by every episode.
-# Keyed by pid: a forked child must not use (or close) its parent's checker.
-_checkers: dict[int, WarmProcess] = {}
-
-
 def checker() -> WarmProcess:
-    pid = os.getpid()
-    if pid not in _checkers:
-        proc = WarmProcess(argv=[sys.executable, "-I", str(VERIFIER)], name="math-verify", memory_mb=1024)
-        atexit.register(proc.close)
-        _checkers[pid] = proc
-    return _checkers[pid]
+    """This process's math-verify checker, started on first use and reused by every episode."""
+    return per_process("math-verify", lambda: WarmProcess(
+        argv=[sys.executable, "-I", str(VERIFIER)], name="math-verify", memory_mb=1024,
+    ))  # fmt: skip
 
 
 class MathEpisode(Episode):

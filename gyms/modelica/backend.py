@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import os
-
 from gyms.base import ToolCheck
 from gyms.modelica.openmodelica import OpenModelicaBackend, omc_tool
 from gyms.modelica.rumoca_backend import RumocaBackend, rumoca_tool
 from gyms.modelica.simulation import BACKENDS, Backend, BackendConfig
-
-# One backend per configuration and process: a warm runner must not cross a fork.
-_backends: dict[tuple[int, BackendConfig], Backend] = {}
+from gyms.resources import per_process
 
 
 def backend_for(config: BackendConfig) -> Backend:
-    key = (os.getpid(), config)
-    if key not in _backends:
-        if config.kind == "rumoca":
-            _backends[key] = RumocaBackend(config)
-        elif config.kind == "openmodelica":
-            _backends[key] = OpenModelicaBackend(config)
-        else:
-            raise ValueError(f"unknown Modelica backend {config.kind!r}; use one of {', '.join(BACKENDS)}")
-    return _backends[key]
+    """This process's backend for `config` (`gyms.resources.per_process`: its warm runners are
+    shut down when the process ends)."""
+    if config.kind not in BACKENDS:
+        raise ValueError(f"unknown Modelica backend {config.kind!r}; use one of {', '.join(BACKENDS)}")
+    kind = RumocaBackend if config.kind == "rumoca" else OpenModelicaBackend
+    return per_process(("modelica", config), lambda: kind(config))
 
 
 def tool_checks(kind: str) -> list[ToolCheck]:

@@ -9,7 +9,6 @@ passes their paths, and `close()` removes them unless `keep_artifacts` is set.
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 
 from gyms import hostfs
 from gyms.base import GYM_EXCEPTION, Episode, Outcome, Task, Verdict
+from gyms.resources import per_process
 from gyms.sandbox import Limits, Sandbox, SandboxRun, Workdir
 from gyms.verilog import cocotb_bench, replay
 from gyms.verilog.benches import DESIGN, Bench, BenchOptions, BuiltinBench, ReplayBench, VerilogEvalBench, make_bench
@@ -70,16 +70,12 @@ class Settings:
     reference_sim_s: tuple[tuple[str, float], ...] = ()
 
 
-_sandboxes: dict[int, Sandbox] = {}
 _recordings: dict[tuple[str, str, str], replay.Recording] = {}  # per process: (testbench, simulator, cache)
 
 
 def _sandbox() -> Sandbox:
     """One per process: choosing the backend probes bwrap once."""
-    pid = os.getpid()
-    if pid not in _sandboxes:
-        _sandboxes[pid] = Sandbox()
-    return _sandboxes[pid]
+    return per_process("verilog-sandbox", Sandbox)
 
 
 class VerilogEpisode(Episode):
