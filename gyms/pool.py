@@ -251,16 +251,18 @@ class SlotPool(ABC, Generic[W]):
         return self.submit(episode, action).result()
 
     def close_episode(self, episode: Episode) -> None:
-        """Close an episode its caller leaves unfinished. One that stays on its worker keeps its
-        state in that worker's process, so it is also closed there, by a job on its slot (not a
-        step: it is not counted); an episode that ended closed itself there already."""
+        """Close an episode its caller leaves unfinished, where it lives: one between turns is
+        closed on the node (and, for one that stays on its worker, the slot) that holds its files
+        and state, by a job that is not a step (it is not counted); one never stepped is closed
+        here. An episode that ended was closed by its last step's worker already."""
         _keyable(episode)
-        episode.close()
         with self._lock:
             home = self._homes.pop(episode, None)
-            if episode.stays_on_worker and home is not None and not self._closed:
+            if home is not None and not self._closed:
                 # first in the queue: a close only frees what the episode holds
                 self._jobs.put(Job(episode, None, Future(), time.monotonic(), *home), first=True)
+                return
+        episode.close()
 
     def close(self) -> None:
         """Cancel the calls still queued, let running ones finish, stop the workers, and remove
@@ -394,13 +396,17 @@ def _keyable(episode: Episode) -> None:
 
 
 def step_here(episode: Episode, action: str | None) -> tuple[Any, ...]:
-    """Worker side: ("ok", episode, result), or ("raised", traceback) when the gym raised. A None
-    action closes the episode here (result None)."""
+    """Worker side: ("ok", episode, result), or ("raised", traceback) when the gym raised. An
+    episode that the step finished is closed here, where its files are, under every executor; a
+    None action closes an unfinished one here (result None)."""
     try:
         if action is None:
             episode.close()
             return "ok", episode, None
-        return "ok", episode, episode.step(action)
+        result = episode.step(action)
+        if result.done:
+            episode.close()
+        return "ok", episode, result
     except Exception:
         return "raised", traceback.format_exc(limit=20)
 

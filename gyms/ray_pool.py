@@ -55,10 +55,7 @@ class GymWorker:
         return self._where
 
     def step(self, episode: Episode, action: str | None) -> tuple[Any, ...]:
-        reply = step_here(episode, action)
-        if reply[0] == "ok" and reply[2].done:
-            episode.close()  # its work directory is on this node, not on the trainer's
-        return reply
+        return step_here(episode, action)
 
 
 def clean_up_after(pid: int, held: Held) -> tuple[int, int]:

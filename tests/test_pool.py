@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import random
 import subprocess
@@ -50,6 +51,17 @@ def test_how_an_episode_ended_comes_back_from_the_worker(gym, pool):
         error = pool.step(gym.open(gym.tasks()[0]), action)
         assert error.result.outcome is Outcome.ERROR and error.episode.done
         assert (error.result.terminated, error.result.truncated) == (True, False)
+
+
+def test_an_episode_is_closed_where_it_lives(gym, pool):
+    finished = pool.step(gym.open(gym.tasks()[0]), "pass")
+    assert finished.episode.closed_in == finished.result.info["pid"] != os.getpid()  # by its worker
+    between = pool.step(gym.open(gym.tasks()[0]), "wrong")  # three turns: not finished
+    assert between.episode.closed_in is None
+    never_stepped = gym.open(gym.tasks()[0])
+    pool.close_episode(never_stepped)
+    assert never_stepped.closed_in == os.getpid()  # it holds nothing anywhere else
+    pool.close_episode(between.episode)  # closed on its worker, by a job that is no step
 
 
 def test_queue_wait_and_service_time_are_recorded(gym, pool):

@@ -18,7 +18,12 @@ class ToyEpisode(Episode):
     """`pass`, `fail`, `sleep:SECONDS`, `crash` (the process dies), `raise` (a gym bug: the checker
     raises on the answer), `infra` (an infrastructure fault: `InfrastructureError`), `unpicklable`
     (a result that cannot travel back from the worker), `orphan:SECONDS` (starts a sandboxed
-    `sleep SECONDS`, then the process dies)."""
+    `sleep SECONDS`, then the process dies). `closed_in`: the process that closed it."""
+
+    closed_in: int | None = None
+
+    def close(self) -> None:
+        self.closed_in = os.getpid()
 
     def evaluate(self, action: str) -> Verdict:
         if action == "pass":

@@ -135,8 +135,7 @@ class Rollout:
             self.timeline.add("gym-queue", "gym_queue", at(call.submitted_at), at(call.started_at), version, **where)
             self.timeline.add(f"gym-{call.worker}", "gym_step", at(call.started_at), at(call.finished_at), version,
                               **where)  # fmt: skip
-            if result.done:
-                episode.close()
+            if result.done:  # closed by the pool's worker, where its files are
                 return
             prompt, turn = next_prompt(prompt, gen.text, result.observation), turn + 1
 
