@@ -8,4 +8,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python="${VENV:-.venv}/bin/python"  # the project's environment if there is one
 [[ -x "$python" ]] || python="${PYTHON:-python3}"
-exec "$python" -m gyms.lean.install "$@"
+exec "$python" -m tools.lean_wasm.install "$@"

@@ -16,10 +16,10 @@ from gyms.lean import LeanGym
 from gyms.lean.acceptance import judge, screen
 from gyms.lean.extract import Proof, Refusal, extract_proof, last_block
 from gyms.lean.lexer import code_only
-from gyms.lean.glue import GlueFormatError, drop_bindings, patch_glue
 from gyms.lean.protocol import Axiom, Message, ProtocolError, axioms_from_messages, decode, json_lines
 from gyms.lean.tasks import core_tasks
-from gyms.lean.wasm import (
+from tools.lean_wasm.glue import GlueFormatError, drop_bindings, patch_glue
+from tools.lean_wasm.wasm import (
     EXPORT,
     FUNC_KIND,
     WasmFormatError,

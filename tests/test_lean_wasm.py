@@ -26,12 +26,12 @@ from gyms.lean.acceptance import judge
 from gyms.lean.backends import WasmBackend
 from gyms.lean.checker import CheckerPool, ColdChecker
 from gyms.lean.episode import client
-from gyms.lean.glue import REPLY_DEVICE
 from gyms.lean.location import WasmLean, default_dir
 from gyms.lean.protocol import ProofJob
 from gyms.lean.tasks import core_tasks
 from gyms.sandbox import Limits, Sandbox
 from gyms.warm import WALL_PER_CPU
+from tools.lean_wasm.glue import REPLY_DEVICE
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow

@@ -24,6 +24,7 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Protocol
 
 from gyms.base import ToolCheck
 from gyms.lean.location import ENV_VAR, WasmLean, default_dir
@@ -31,7 +32,7 @@ from gyms.lean.location import ENV_VAR, WasmLean, default_dir
 CHECKER_SOURCE = Path(__file__).with_name("programs") / "HeavyCheck.lean"
 CHECKER_FILE = "HeavyCheck.lean"
 COLD_FILE = "Check.lean"
-INSTALL_HINT = f"run scripts/install-lean-wasm.sh (or python -m gyms.lean.install); set ${ENV_VAR} to choose where"
+INSTALL_HINT = f"run scripts/install-lean-wasm.sh; set ${ENV_VAR} to choose where"
 
 
 class BackendUnavailable(RuntimeError):
@@ -45,6 +46,27 @@ class Launch:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    """Where a Lean checker comes from: a warm checker's launch, a cold check's, and the tools."""
+
+    name: str
+    protocol: str  # what the warm checker speaks: "heavycheck" (gyms/lean/heavycheck.py) or "repl"
+    checker_memory_gb: float  # a warm checker's resident memory, to size the pool
+    start_timeout_s: float
+    recycle_after: int | None  # restart a warm checker after this many checks (None: never)
+
+    def warm(self) -> Launch:
+        """A long-lived checker that checks one proof per request."""
+        ...
+
+    def cold(self) -> Launch | None:
+        """One process that checks one proof file and exits; None where a cold check is the warm
+        checker, started for that one check."""
+        ...
+
+    def tools(self) -> list[ToolCheck]: ...
 
 
 class WasmBackend:
@@ -79,6 +101,11 @@ class WasmBackend:
     def warm(self) -> Launch:
         files = {CHECKER_FILE: CHECKER_SOURCE.read_text()}
         return Launch(self._lean("--run", CHECKER_FILE), {"LEAN_PATH": str(self.lean.lib)}, files)
+
+    def cold(self) -> None:
+        """The warm checker, started for one check: a proof is judged the same way, and none runs
+        as commands."""
+        return None
 
     def tools(self) -> list[ToolCheck]:
         node = shutil.which(self.node)
@@ -151,8 +178,6 @@ class NativeBackend:
             ToolCheck("repl", repl_ok, str(self.repl or ""), "build leanprover-community/repl; pass repl=PATH"),
         ]
 
-
-Backend = WasmBackend | NativeBackend
 
 
 def _version(argv: list[str]) -> str:

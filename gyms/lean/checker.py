@@ -20,9 +20,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 
 from gyms.lean.backends import COLD_FILE, Backend, Launch
-from gyms.lean.checked import Checked
 from gyms.lean.heavycheck import HeavyCheckProcess
-from gyms.lean.protocol import ProofJob, ProtocolError, ProtocolViolation, axioms_from_messages, json_lines
+from gyms.lean.protocol import Checked, ProofJob, ProtocolError, ProtocolViolation, axioms_from_messages, json_lines
 from gyms.lean.repl import ReplProcess
 from gyms.sandbox import Limits, Sandbox
 from gyms.warm import WALL_PER_CPU, WarmCrash, WarmTimeout
@@ -215,9 +214,10 @@ class ColdChecker:
 
     def check(self, job: ProofJob, cpu_s: float) -> Checked:
         """Check one proof: `start_s` of wall time to start Lean, then `cpu_s` of CPU time."""
-        if self.backend.protocol == "heavycheck":
+        launch = self.backend.cold()
+        if launch is None:
             return self._check_once(job, cpu_s)
-        return self._check_lean_json(job, cpu_s)
+        return self._check_lean_json(launch, job, cpu_s)
 
     def _check_once(self, job: ProofJob, cpu_s: float) -> Checked:
         started = time.monotonic()
@@ -235,10 +235,9 @@ class ColdChecker:
             checker.close()
         return replace(checked, seconds=time.monotonic() - started, cpu_s=checker.last_cpu_s)
 
-    def _check_lean_json(self, job: ProofJob, cpu_s: float) -> Checked:
+    def _check_lean_json(self, launch: Launch, job: ProofJob, cpu_s: float) -> Checked:
         # One lean process loads the imports and checks: its CPU limit covers both (an rlimit),
         # and the wall time backs up the check's part WALL_PER_CPU times over.
-        launch = self.backend.cold()
         wall = self.start_s + cpu_s * WALL_PER_CPU
         limits = Limits(
             wall_s=wall, cpu_s=math.ceil(self.start_s + cpu_s), memory_mb=None, processes=512, open_files=4096,

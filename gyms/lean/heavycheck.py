@@ -7,7 +7,7 @@ any output after the reply is a `ProtocolViolation`: the process is stopped and 
 fails. Output found *before* a request (which no request of ours asked for) ends the process
 instead, and the pool re-runs the check on a fresh one, so it never lands on a later
 episode. The reply channel itself is a device only the checker can open (see
-`gyms.lean.glue`), so none of this should ever trigger; it is the second line of defence.
+`tools/lean_wasm/glue.py`), so none of this should ever trigger; it is the second line of defence.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from gyms.lean.checked import Checked
-from gyms.lean.protocol import Axiom, Message, ProofJob, ProtocolError, ProtocolViolation, message, new_id
+from gyms.lean.protocol import (
+    Axiom, Checked, Message, ProofJob, ProtocolError, ProtocolViolation, message, new_id,
+)  # fmt: skip
 from gyms.sandbox import Limits, Sandbox
 from gyms.warm import WALL_PER_CPU, WARM_CPU_S, SandboxedPipe, WarmCrash, WarmTimeout
 

@@ -1,4 +1,4 @@
-"""Where the wasm Lean lives, and whether it is installed (see `gyms.lean.install`).
+"""Where the wasm Lean lives, and whether it is installed (installed by `scripts/install-lean-wasm.sh`, `tools/lean_wasm/`).
 
 `$HEAVYGYM_LEAN_WASM` if set; else `/opt/heavygym/lean-wasm` for root (sandboxed programs run
 under other uids, and /root is mode 700); else `${XDG_CACHE_HOME:-~/.cache}/heavygym/lean-wasm`.

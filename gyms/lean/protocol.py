@@ -90,6 +90,20 @@ class Axiom:
 
 
 @dataclass(frozen=True)
+class Checked:
+    """What a checker reports about one proof (both backends, warm and cold)."""
+
+    messages: tuple[Message, ...]
+    axioms: tuple[Axiom, ...] | None  # None: the checker could not list them
+    axioms_required: bool  # whether `axioms is None` means the theorem was never declared
+    seconds: float
+    peak_rss_mb: float | None = None  # cold checks: the lean process's peak memory
+    refused: str | None = None  # the checker refused the proof's syntax before elaborating it: why
+    refused_at: tuple[int, int] | None = None  # (line, column) of what it refused, in the checked text
+    cpu_s: float | None = None  # CPU time the checker's processes spent on the check
+
+
+@dataclass(frozen=True)
 class Reply:
     env: int | None
     messages: tuple[Message, ...]

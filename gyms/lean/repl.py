@@ -18,9 +18,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gyms.lean.checked import Checked
 from gyms.lean.heavycheck import LeanPipe
-from gyms.lean.protocol import ProofJob, ProtocolError, Reply, axioms_from_messages, decode, encode
+from gyms.lean.protocol import Checked, ProofJob, ProtocolError, Reply, axioms_from_messages, decode, encode
 from gyms.warm import WALL_PER_CPU, WarmCrash, WarmTimeout
 
 

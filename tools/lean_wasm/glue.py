@@ -4,7 +4,7 @@ Each patch replaces one exact piece of the published glue and fails loudly if th
 missing (a different build of the package), instead of producing a subtly broken file.
 
 * exports: the glue binds every wasm export to a JavaScript variable; the bindings of the
-  functions moved into the table (see `gyms.lean.wasm`) are dropped (89 MB -> 5 MB of
+  functions moved into the table (see `tools/lean_wasm/wasm.py`) are dropped (89 MB -> 5 MB of
   JavaScript, which every thread of the process parses at start-up).
 * dlsym: Lean's interpreter finds compiled code with `dlsym`; a name that is no longer
   exported is looked up in the table map written beside lean.js.

