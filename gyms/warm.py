@@ -149,7 +149,9 @@ class SandboxedPipe:
             while (reply := self._take_reply()) is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    self._timed_out("gave no answer in time")
+                    # A busy machine starves it before its CPU budget is spent: say how far it got.
+                    used = f", having spent {clock.spent_s():.2f} of its {clock.budget_s:g} s of CPU time" if clock else ""
+                    self._timed_out(f"gave no answer in time{used}")
                 if clock is not None and clock.over_budget():
                     self._timed_out(f"spent more than {clock.budget_s:g} s of CPU time on one request")
                 if not sel.select(timeout=remaining if clock is None else min(remaining, clock.until_read())):

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from gyms import Gym, executors, make
+from gyms import Gym, executors
 from harness import control, costcard, errors, gpu_usage, intervals, outputs, record
 from trainer import bias
 from trainer.metrics import compare, summarize
@@ -48,28 +48,6 @@ class BenchmarkSpec:
             raise ValueError("oversample must be >= 0")
 
 
-class BenchmarkInterrupted(Exception):
-    """Ctrl-C during a run. The modes that finished are kept in `run_dir`, with a summary that
-    says the run was interrupted; a run in which no mode finished leaves nothing (run_dir None)."""
-
-    def __init__(self, mode: str, run_dir: Path | None) -> None:
-        kept = f"the finished modes are kept in {run_dir}" if run_dir else "no mode had finished: nothing was written"
-        super().__init__(f"interrupted during the {mode} mode; {kept}")
-        self.mode = mode
-        self.run_dir = run_dir
-
-
-def start_gym(name: str, options: dict[str, str], split: str = "train") -> Gym:
-    """The gym with its tasks loaded, so a missing or corrupt dataset fails here, at start-up,
-    as a DatasetError naming the options, before any pool or run directory exists."""
-    gym = make(name, **options)
-    try:
-        gym.tasks(split)
-    except errors.dataset_errors() as exc:
-        raise errors.DatasetError(gym.name, options, exc) from exc
-    return gym
-
-
 def mode_order(modes: tuple[str, ...], repeat: int) -> tuple[str, ...]:
     """ABBA: even repeats run the modes in the given order, odd ones reversed, so a drift of the
     machine over the run (load, caches, thermal) falls on both modes alike."""
@@ -94,9 +72,9 @@ def run_benchmark(
     fails before the pool starts, and the run directory is made only when the first mode has
     finished, so a run that cannot start, or is interrupted in its first mode, leaves nothing."""
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
-    gym = start_gym(spec.gym, spec.gym_options)
+    gym = errors.start_gym(spec.gym, spec.gym_options)
     control_options = control.options_for(spec.gym, spec.gym_options)
-    control_gym = start_gym(control.PATH, control_options) if spec.control else None
+    control_gym = errors.start_gym(control.PATH, control_options) if spec.control else None
     profile = load_profile(spec.profile)
     policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
     outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES)
@@ -123,10 +101,10 @@ def run_benchmark(
     except KeyboardInterrupt:
         if not summary.get("modes"):
             run_dir.remove()  # Ctrl-C while the first mode's files were being written
-            raise BenchmarkInterrupted(progress.label, None) from None
+            raise errors.BenchmarkInterrupted(progress.label, None) from None
         summary["interrupted"] = f"during the {progress.label} mode"  # harness leaderboard leaves it out
         record.write_summary(run_dir.path, summary)
-        raise BenchmarkInterrupted(progress.label, run_dir.path) from None
+        raise errors.BenchmarkInterrupted(progress.label, run_dir.path) from None
     record.write_summary(run_dir.path, summary)
     costcard.write_run_card(run_dir.path, gym)  # card.json: the gym's measured costs, for harness plan and simulate
     return summary, run_dir.path

@@ -9,7 +9,7 @@ import sys
 import traceback
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -21,14 +21,16 @@ from gyms.conformance import CheckResult, check_gym
 from gyms.registry import load_class, make, registered
 from harness import errors, gpu_usage, gymstep, outputs
 from harness import serve as serving
-from harness.benchmark import BenchmarkInterrupted, BenchmarkSpec, run_benchmark, start_gym
+from harness.errors import BenchmarkInterrupted, start_gym
 from harness.intervals import with_interval
-from harness.leaderboard import publish
-from harness.report import write_report
-from harness.rundir import find_run
 from trainer.attribution import PARTS as WAIT_PARTS
-from trainer.pipeline import StepRecord
 from trainer.policies.replay import PLACEMENTS as PLACEMENT_WORDS
+
+if TYPE_CHECKING:
+    from trainer.pipeline import StepRecord
+
+# Commands import what only they need (torch, matplotlib) when they run, so that every command
+# starts quickly, and so do the gym pool's workers, which import this module again (spawn).
 
 app = typer.Typer(
     no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
@@ -307,6 +309,9 @@ def benchmark(
         raise typer.BadParameter("use both, sync or async", param_hint="--mode")
     if placement is not None and placement not in PLACEMENT_WORDS:
         raise typer.BadParameter("use colocated or disaggregated", param_hint="--placement")
+    from harness.benchmark import BenchmarkSpec, run_benchmark
+    from harness.report import write_report
+
     spec = BenchmarkSpec(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
@@ -405,6 +410,9 @@ def report(
     results: Annotated[Path, typer.Option(help="The results root that holds runs/.")] = Path("results"),
 ) -> None:
     """Write a run's report.html and PNG figures (timeline, step time, waits, buffer, staleness, reward, gym)."""
+    from harness.report import write_report
+    from harness.rundir import find_run
+
     console.print(f"written: {write_report(find_run(run, results))}")
 
 
@@ -417,6 +425,8 @@ def leaderboard(
     ] = False,
 ) -> None:
     """Collect every run under RESULTS/runs/ into leaderboard.md, leaderboard.csv and index.html."""
+    from harness.leaderboard import publish
+
     published = publish(results, include_dirty)
     for warning in published.warnings:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import errno
 import os
+from pathlib import Path
 from typing import Any
 
+from gyms.base import Gym
 from gyms.pool import GymPoolBroken
-from gyms.registry import GymLoadError, UnknownGymError
+from gyms.registry import GymLoadError, UnknownGymError, make
 from trainer.buffer import PipelineFailure
 
 FAILED = 2
@@ -76,3 +78,25 @@ def error_line(exc: Exception) -> str:
         line = (f"unexpected {type(exc).__name__}: {exc} (a bug: please report it with the command; "
                 f"{SHOW_TRACEBACK}=1 shows the traceback)")  # fmt: skip
     return " ".join(line.split())  # one line, whatever the message held
+
+
+class BenchmarkInterrupted(Exception):
+    """Ctrl-C during a run. The modes that finished are kept in `run_dir`, with a summary that
+    says the run was interrupted; a run in which no mode finished leaves nothing (run_dir None)."""
+
+    def __init__(self, mode: str, run_dir: Path | None) -> None:
+        kept = f"the finished modes are kept in {run_dir}" if run_dir else "no mode had finished: nothing was written"
+        super().__init__(f"interrupted during the {mode} mode; {kept}")
+        self.mode = mode
+        self.run_dir = run_dir
+
+
+def start_gym(name: str, options: dict[str, str], split: str = "train") -> Gym:
+    """The gym with its tasks loaded, so a missing or corrupt dataset fails here, at start-up,
+    as a DatasetError naming the options, before any pool or run directory exists."""
+    gym = make(name, **options)
+    try:
+        gym.tasks(split)
+    except dataset_errors() as exc:
+        raise DatasetError(gym.name, options, exc) from exc
+    return gym

@@ -5,6 +5,7 @@ and health checks are tested in seconds."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -209,8 +210,12 @@ def test_a_stuck_check_is_killed_in_time_and_the_checker_restarts(pool: CheckerP
 
 def test_a_check_that_spins_is_stopped_at_its_cpu_budget_and_a_check_reports_its_cpu(pool: CheckerPool) -> None:
     pool.warm_up()
-    with pytest.raises(WarmTimeout, match="more than 1 s of CPU time"):
+    with pytest.raises(WarmTimeout) as stopped:
         pool.check(job("spin"), 1.0)
+    # Stopped at its CPU budget; or, on a machine so busy that the spinner got less than a third
+    # of a core, by the wall-clock backstop before it had spent its budget, never after.
+    starved = re.search(r"having spent ([\d.]+) of its 1 s of CPU time", str(stopped.value))
+    assert "more than 1 s of CPU time" in str(stopped.value) or (starved and float(starved[1]) <= 1.0), stopped.value
     checked = pool.check(job("ok"), 10)
     assert checked.messages == () and checked.cpu_s is not None and 0 <= checked.cpu_s < 10
     assert pool.starts == 2
