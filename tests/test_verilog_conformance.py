@@ -67,7 +67,7 @@ def one_task_per_category() -> list[str]:
 @needs_verilator
 def test_a_task_of_each_category_conforms_on_verilator() -> None:
     # A Verilator build (C++ compile) per candidate: every task took 137 s on two idle cores
-    # and over 20 minutes of a loaded CI run, for what the Icarus sweep above already checks of
+    # and 1090 s of a 64-minute CI run, for what the Icarus sweep above already checks of
     # the tasks themselves. One task per category covers what differs on Verilator (two-state
     # values, its timing, the build); `harness gyms check verilog -o simulator=verilator`
     # sweeps every task.
