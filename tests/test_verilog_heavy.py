@@ -23,7 +23,7 @@ from gyms.verilog.spec import CATEGORIES, MODULE
 from gyms.verilog.tasks import builtin_tasks, suite_tasks
 from gyms.verilog import testbench
 from gyms.verilog.vectors import make_vectors
-from gyms.verilog.vet import SCREEN_VECTORS
+from gyms.verilog.mutant_vetting import SCREEN_VECTORS
 
 HEAVY = suite_tasks("heavy")
 SHORT = 2000  # cycles per check in these tests; the suite's own default is >= 100 000
@@ -114,7 +114,7 @@ def test_whole_file_scoring_agrees_with_line_by_line_scoring() -> None:
 
 def test_the_vetted_mutants_match_the_heavy_references() -> None:
     recorded = vetted("heavy")
-    assert set(recorded["tasks"]) == set(HEAVY), "run: python -m gyms.verilog.vet --suite heavy --write"
+    assert set(recorded["tasks"]) == set(HEAVY), "run: python -m gyms.verilog.mutant_vetting --suite heavy --write"
     for task_id, design in HEAVY.items():
         entries = recorded["tasks"][task_id]
         current = {m.label: m.digest for m in task_mutants(design)}

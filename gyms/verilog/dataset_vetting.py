@@ -15,7 +15,7 @@ edited file or another simulator version is vetted afresh. One JSON file per key
 `~/.cache/heavygym/verilog-vetting` (mode 700). A cache that cannot be read or written costs
 only the runs: the load vets without it and says so once.
 
-(Not `vet.py`, which vets the built-in tasks' mutants.)
+(Not `mutant_vetting.py`, which vets the built-in tasks' mutants.)
 """
 
 from __future__ import annotations

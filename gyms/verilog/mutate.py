@@ -4,7 +4,7 @@ known-bad candidates (a design that does not compile, one that never finishes).
 Mutations are edits at syntax-tree positions found with pyslang, so an operator swap never
 touches a `<=` that is an assignment, and the port list is left alone (a wrong interface
 is caught by the pre-check, which is not the realistic mistake we want). Mutants are
-enumerated in a stable order; `vet.py` simulates them and records which ones fail.
+enumerated in a stable order; `mutant_vetting.py` simulates them and records which ones fail.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Choose the mutants that the gym offers as known-bad answers: `python -m gyms.verilog.vet --write`.
+"""Choose the mutants that the gym offers as known-bad answers: `python -m gyms.verilog.mutant_vetting --write`.
 
 Every mutant of every built-in task is simulated (Icarus, SystemVerilog testbench, each task's
 default vector count) under each vetted seed. A mutant is kept when it compiles, finishes,
