@@ -97,25 +97,38 @@ def test_after_a_grpo_step_and_a_sync_the_engine_follows_the_learner(model_dir: 
     assert any(after[p][0] != before[p][0] for p in PROMPTS)  # where the step changed the greedy answer
 
 
+class Swaps:
+    """The weight swaps a policy reports (`trainer.policies.base.PolicyEvents`)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def engine_call(self, start: float, end: float, version: int) -> None:
+        pass
+
+    def weight_sync(self, kind: str, start: float, end: float, version: int) -> None:
+        self.seen.append((kind, version))
+
+
 def test_one_version_per_episode_drains_before_the_swap(model_dir: Path):
     policy = VllmPolicy(str(model_dir), max_new_tokens=8)
-    swaps: list[tuple[str, int]] = []
-    policy.on_weight_sync = lambda kind, start, end, version: swaps.append((kind, version))
-    running = policy.acquire()  # a group in flight at version 0
-    assert policy.update_weights() == 1
-    assert policy.engine.version == 0 and swaps == []  # the engine keeps serving the pinned version
-    [gen] = policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 2)], running)
-    assert gen.version == 0
-    got: list[int] = []
-    waiter = threading.Thread(target=lambda: got.append(policy.acquire()))
-    waiter.start()  # a new group may not start on version 0, nor on 1 before the swap
-    policy.release(running)  # the last old episode ends: the swap happens here
-    waiter.join()
-    assert policy.engine.version == 1 and got == [1]
-    assert swaps == [("drain", 1), ("weight_load", 1)]
-    with pytest.raises(RuntimeError, match="asked for version 0, but the engine holds 1"):
-        policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 1)], 0)
-    policy.release(1)
+    swaps = Swaps()
+    with policy.reporting_to(swaps):
+        running = policy.acquire()  # a group in flight at version 0
+        assert policy.update_weights() == 1
+        assert policy.engine.version == 0 and swaps.seen == []  # the engine keeps serving the pinned version
+        [gen] = policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 2)], running)
+        assert gen.version == 0
+        got: list[int] = []
+        waiter = threading.Thread(target=lambda: got.append(policy.acquire()))
+        waiter.start()  # a new group may not start on version 0, nor on 1 before the swap
+        policy.release(running)  # the last old episode ends: the swap happens here
+        waiter.join()
+        assert policy.engine.version == 1 and got == [1]
+        assert swaps.seen == [("drain", 1), ("weight_load", 1)]
+        with pytest.raises(RuntimeError, match="asked for version 0, but the engine holds 1"):
+            policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 1)], 0)
+        policy.release(1)
 
 
 @pytest.mark.slow

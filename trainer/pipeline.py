@@ -107,48 +107,42 @@ def run(
     buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness, config.oversample)
     depth_series: list[tuple[float, int]] = []
     rollout = Rollout(gym, pool, policy, buffer, timeline, tasks, config.group_size, depth_series)
-    policy.on_engine_call = lambda start, end, version: timeline.add(
-        "rollout", "generate", timeline.at(start), timeline.at(end), version
-    )
-    policy.on_weight_sync = lambda kind, start, end, version: timeline.add(
-        "engine-weights", kind, timeline.at(start), timeline.at(end), version
-    )
     # Rollout threads run beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
     threads = [
         threading.Thread(target=rollout.thread, name=f"rollout-{i}", daemon=True) for i in range(config.threads)
     ]
-    for t in threads:
-        t.start()
     records: list[StepRecord] = []
     previous_end = 0.0
-    try:
-        for step in range(config.steps):
-            with timeline.span("trainer", "train_wait", step):
-                groups = buffer.take_batch(step)
-            depth_series.append((timeline.now(), buffer.depth()))
-            for group in groups:
-                for traj in group.trajectories:
-                    traj.check_one_version()
-            asked = timeline.now()
-            with policy.accelerator():  # colocated: after the generate call that holds it
-                if policy.placement == "colocated":
-                    timeline.add("trainer", "accelerator_wait", asked, timeline.now(), step)
-                with timeline.span("trainer", "actor_train", step):
-                    stats = policy.train_step(groups)
-                with timeline.span("trainer", "update_weights", step):
-                    version = policy.update_weights()
-            buffer.advance(version)
-            end = timeline.now()
-            records.append(_record(step, end, end - previous_end, timeline, groups, buffer.depth(), stats))
-            previous_end = end
-            if on_step is not None:
-                on_step(records[-1])
-    finally:
-        buffer.stop()
+    with policy.reporting_to(_TimelineEvents(timeline)):
         for t in threads:
-            t.join()
-        policy.on_engine_call = policy.on_weight_sync = None
+            t.start()
+        try:
+            for step in range(config.steps):
+                with timeline.span("trainer", "train_wait", step):
+                    groups = buffer.take_batch(step)
+                depth_series.append((timeline.now(), buffer.depth()))
+                for group in groups:
+                    for traj in group.trajectories:
+                        traj.check_one_version()
+                asked = timeline.now()
+                with policy.accelerator():  # colocated: after the generate call that holds it
+                    if policy.placement == "colocated":
+                        timeline.add("trainer", "accelerator_wait", asked, timeline.now(), step)
+                    with timeline.span("trainer", "actor_train", step):
+                        stats = policy.train_step(groups)
+                    with timeline.span("trainer", "update_weights", step):
+                        version = policy.update_weights()
+                buffer.advance(version)
+                end = timeline.now()
+                records.append(_record(step, end, end - previous_end, timeline, groups, buffer.depth(), stats))
+                previous_end = end
+                if on_step is not None:
+                    on_step(records[-1])
+        finally:
+            buffer.stop()
+            for t in threads:
+                t.join()
     return RunResult(
         config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers,
         previous_end, list(pool.placements), policy.placement, list(buffer.fates),
@@ -175,3 +169,16 @@ def _record(step, end, step_time, timeline, groups, depth, stats) -> StepRecord:
         buffer_depth=depth,
         stats=stats,
     )
+
+
+class _TimelineEvents:
+    """The policy's engine calls and weight swaps, as spans of the run's timeline."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+
+    def engine_call(self, start: float, end: float, version: int) -> None:
+        self.timeline.add("rollout", "generate", self.timeline.at(start), self.timeline.at(end), version)
+
+    def weight_sync(self, kind: str, start: float, end: float, version: int) -> None:
+        self.timeline.add("engine-weights", kind, self.timeline.at(start), self.timeline.at(end), version)

@@ -13,7 +13,7 @@ resource "generate-requests" (an episode's request from asking to its answer, th
 engine included), `gym_queue` on "gym-queue" (an answer from its submit to the pool until a
 worker starts it), and `group` on "groups" (from admission to the put into the ready buffer,
 for groups with trainable samples: the trainer never waits for any other). The engine's own
-calls are the policy's to report (`Policy.on_engine_call`): the pipeline records them as
+calls are the policy's to report (`Policy.reporting_to`): the pipeline records them as
 `generate` on "rollout".
 """
 

@@ -20,8 +20,8 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 from gyms import Task
 from trainer.types import Generation, Group, Request
@@ -62,6 +62,18 @@ class Accelerator:
         self._cond.notify_all()
 
 
+class PolicyEvents(Protocol):
+    """What a policy reports while a run records it (`Policy.reporting_to`); times are
+    time.monotonic()."""
+
+    def engine_call(self, start: float, end: float, version: int) -> None:
+        """One engine call, of one or many requests, with the weights of `version`."""
+
+    def weight_sync(self, kind: str, start: float, end: float, version: int) -> None:
+        """An engine that swaps weights in place (vllm policy): `drain`, from publication until
+        no older version runs, then `weight_load`."""
+
+
 class Policy(ABC):
     name: str
     emulated = False  # True where accelerator stages only take a profile's time
@@ -74,12 +86,16 @@ class Policy(ABC):
         self.version = 0  # the newest published version
         self._pins: Counter[int] = Counter()
         self._lock = threading.RLock()  # the version, the pins and a subclass's engines
-        # Told (start, end, version) on time.monotonic() after each engine call: the pipeline
-        # records them as the engine's `generate` spans. A call may serve several requests.
-        self.on_engine_call: Callable[[float, float, int], None] | None = None
-        # Told (kind, start, end, version) by an engine that swaps weights in place: `drain` (from
-        # publication until no older version runs) and `weight_load` (vllm policy).
-        self.on_weight_sync: Callable[[str, float, float, int], None] | None = None
+        self.events: PolicyEvents | None = None  # set by `reporting_to`, for the length of a run
+
+    @contextlib.contextmanager
+    def reporting_to(self, events: PolicyEvents) -> Iterator[None]:
+        """Report engine calls and weight swaps to `events` while the block runs (a run's timeline)."""
+        self.events = events
+        try:
+            yield
+        finally:
+            self.events = None
 
     def prepare(self, tasks: Sequence[Task]) -> None:
         """Per-task set-up, done before a run's clock starts, so that it is no stage of the run
@@ -124,11 +140,11 @@ class Policy(ABC):
 
     @contextlib.contextmanager
     def _engine_call(self, version: int) -> Iterator[None]:
-        """Around one engine call (of one or many requests): reports it to `on_engine_call`."""
+        """Around one engine call (of one or many requests): reports it to `events`."""
         start = time.monotonic()
         yield
-        if self.on_engine_call is not None:
-            self.on_engine_call(start, time.monotonic(), version)
+        if self.events is not None:
+            self.events.engine_call(start, time.monotonic(), version)
 
     def drop_unused(self) -> None:
         """Free rollout weights of versions that are neither newest nor pinned (under `_lock`)."""

@@ -79,8 +79,8 @@ class VllmPolicy(TorchPolicy):
             self.engine.load(self._weights(), self.version)
 
     def _engine_busy(self, start: float, end: float, version: int) -> None:
-        if self.on_engine_call is not None:
-            self.on_engine_call(start, end, version)
+        if self.events is not None:
+            self.events.engine_call(start, end, version)
 
     def _weights(self) -> list[tuple[str, torch.Tensor]]:
         """A copy of the learner's weights, so it can train on while the engine drains."""
@@ -119,9 +119,9 @@ class VllmPolicy(TorchPolicy):
                 drained = time.monotonic()
                 self.engine.load(weights, version)
                 loaded = time.monotonic()
-                if self.on_weight_sync is not None:
-                    self.on_weight_sync("drain", published, drained, version)
-                    self.on_weight_sync("weight_load", drained, loaded, version)
+                if self.events is not None:
+                    self.events.weight_sync("drain", published, drained, version)
+                    self.events.weight_sync("weight_load", drained, loaded, version)
                 with self._lock:
                     if self._pending[0] == version:  # else the trainer published again meanwhile
                         self._pending = None
