@@ -179,7 +179,6 @@ class NativeBackend:
         ]
 
 
-
 def _version(argv: list[str]) -> str:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60)

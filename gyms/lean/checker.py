@@ -90,6 +90,7 @@ class CheckerPool:
         for checker in self._checkers:
             self._idle.put(checker)
         self._launcher = ThreadPoolExecutor(max_workers=size, thread_name_prefix="lean-checker-start")
+        self.closed = False  # once closed it checks nothing more (`gyms.resources.per_process` makes a new one)
 
     @property
     def starts(self) -> int:

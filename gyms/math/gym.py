@@ -45,6 +45,7 @@ NOT_ALL_CORRECT = "Your reply gives {} different final answers, and not all of t
 NOT_CHECKED = "Your answer could not be checked in time; give it in a simpler form."
 RETRY = " You may try again."
 
+
 def checker() -> WarmProcess:
     """This process's math-verify checker, started on first use and reused by every episode."""
     return per_process("math-verify", lambda: WarmProcess(
