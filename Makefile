@@ -4,8 +4,12 @@
 setup:
 	@bash scripts/setup.sh
 
+# Two test processes by default: the suite spends about half its time waiting on subprocesses
+# (simulators, checkers, servers), so a second one fills the idle core. A file stays on one
+# process (--dist loadfile), so its module fixtures start once. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
 test: setup
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The heavy regime: the verilog gym's heavy suite (seconds of simulation per check), where the
 # gym is most of the synchronous trainer's wait; 5 steps of 2 x 4 keep it within 10 minutes on
