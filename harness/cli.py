@@ -19,7 +19,7 @@ from rich.table import Table
 from gyms.base import Gym
 from gyms.conformance import CheckResult, check_gym
 from gyms.registry import load_class, make, registered
-from harness import errors, gpu_usage, gymstep, outputs
+from harness import catalogue, errors, gpu_usage, gymstep, outputs
 from harness import serve as serving
 from harness.errors import BenchmarkInterrupted, start_gym
 from harness.intervals import with_interval
@@ -180,52 +180,37 @@ def gyms_step(
 
 
 def _benchmark_table(summary: dict) -> Table:
+    """The catalogue's console figures per mode, with the improvement of the second over the first."""
     modes = summary["modes"]
     table = Table("metric", *modes, *(["improvement"] if len(modes) == 2 else []))
-
-    def row(name: str, key: str, fmt: str, better: str | None = None) -> None:
-        values = [m[key] for m in modes.values()]
-        cells = [format(v, fmt) if isinstance(v, (int, float)) else str(v) for v in values]
-        extra = []
-        if len(values) == 2:
-            a, b = values
-            if better == "lower" and b <= 0.01 * a:
-                extra = ["to ~0"]  # a ratio against almost nothing says nothing
-            elif better == "lower":
-                extra = [f"{a / b:.2f}x lower"]
-            elif better == "higher" and a > 0:
-                extra = [f"{b / a:.2f}x higher"]
-            else:
-                extra = ["-"]
-        table.add_row(name, *cells, *extra)
-
-    row("avg step_time (s)", "step_time_mean", ".2f", "lower")
-    row("step_time stddev (s)", "step_time_std", ".2f")
-    row("avg train_wait (s)", "train_wait_mean", ".2f", "lower")
-    if all(m.get("wait_split") for m in modes.values()):  # what it waited on (trainer/attribution.py)
-        for part in WAIT_PARTS:
-            cells = []
-            for m in modes.values():
-                total = m["train_wait_mean"]
-                share = f" ({m['wait_split'][part] / total:.0%})" if total > 0 else ""
-                cells.append(f"{m['wait_split'][part]:.2f}{share}")
-            table.add_row(f"  wait: {part} (s)", *cells, *(["-"] if len(modes) == 2 else []))
-        shares = [m.get("gym_wait_share") for m in modes.values()]
-        table.add_row("  gym share of the wait", *("-" if v is None else f"{v:.1%}" for v in shares),
-                      *(["-"] if len(modes) == 2 else []))  # fmt: skip
-    row("trainer idle ratio", "trainer_idle_ratio", ".1%", "lower")
-    row("avg train_time (s)", "train_time_mean", ".2f")
-    row("avg actor_train (s)", "actor_train_mean", ".2f")
-    row("avg update_weights (s)", "update_weights_mean", ".2f")
-    if summary.get("placement") == "colocated":
-        row("avg accelerator_wait (s)", "accelerator_wait_mean", ".2f")  # training behind a generate call
-        row("accelerator idle ratio", "accelerator_idle_ratio", ".1%", "lower")  # neither generating nor training
-    row("rollout idle ratio", "rollout_idle_ratio", ".1%")
-    row("gym pool utilisation", "gym_utilisation", ".1%")
-    row("samples / s", "samples_per_s", ".2f", "higher")
-    row("reward mean", "reward_mean", ".3f")
-    row("staleness mean", "staleness_mean", ".2f")
+    for metric in catalogue.shown_in(catalogue.CONSOLE):
+        if metric.colocated_only and summary.get("placement") != "colocated":
+            continue
+        values = [metric.value(summary, mode) for mode in modes]
+        label = f"{metric.label} (s)" if metric.unit == "s" else metric.label
+        cells = [metric.shown(summary, mode, unit=False) for mode in modes]
+        table.add_row(label, *cells, *_improvement(metric, values))
+        if metric.key == "train_wait_mean" and all(m.get("wait_split") for m in modes.values()):
+            for part in WAIT_PARTS:  # what the trainer waited on (trainer/attribution.py)
+                cells = []
+                for m in modes.values():
+                    total = m["train_wait_mean"]
+                    share = f" ({m['wait_split'][part] / total:.0%})" if total > 0 else ""
+                    cells.append(f"{m['wait_split'][part]:.2f}{share}")
+                table.add_row(f"  wait: {part} (s)", *cells, *(["-"] if len(modes) == 2 else []))
     return table
+
+
+def _improvement(metric: catalogue.Metric, values: list) -> list[str]:
+    """The improvement cell of two modes' values: none for one mode, '-' where the figure has no better side."""
+    if len(values) != 2:
+        return []
+    a, b = values
+    if a is None or b is None or metric.better is None:
+        return ["-"]
+    if metric.better == "lower":
+        return ["to ~0"] if b <= 0.01 * a else [f"{a / b:.2f}x lower"]  # a ratio against almost nothing says nothing
+    return [f"{b / a:.2f}x higher"] if a > 0 else ["-"]
 
 
 @gyms_app.command("profile")

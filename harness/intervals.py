@@ -11,28 +11,13 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from harness.catalogue import CATALOGUE
+
 # Two-sided 95 % quantiles of Student's t by degrees of freedom; between table entries the
 # next lower df is used, which widens the interval slightly rather than narrowing it.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980}  # fmt: skip
 _Z95 = 1.960
-
-# The figures that get an interval: (name in "intervals", where it is read in one repeat).
-FIGURES = {
-    "speedup": ("comparison", "speedup"),
-    "achieved_over_ideal": ("comparison", "achieved_over_ideal"),
-    "trainer_idle_ratio_sync": ("sync", "trainer_idle_ratio"),
-    "trainer_idle_ratio_async": ("async", "trainer_idle_ratio"),
-    "gym_wait_share_sync": ("sync", "gym_wait_share"),
-    "gym_wait_share_async": ("async", "gym_wait_share"),
-}
-# Where each figure can lie at all. A t interval over few repeats can reach past these (a
-# speedup below zero, an idle ratio of -0.0 %); it is cut at them, since no repeat could land there.
-DOMAINS: dict[str, tuple[float, float]] = {
-    "speedup": (0.0, math.inf),
-    "achieved_over_ideal": (0.0, math.inf),
-    **{name: (0.0, 1.0) for name in FIGURES if name.startswith(("trainer_idle", "gym_wait"))},
-}
 
 
 def t95(df: int) -> float:
@@ -64,14 +49,14 @@ def with_interval(value: float, spread: Mapping[str, Any] | None, fmt: Callable[
 
 
 def over_repeats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The intervals of FIGURES over repeats ({"modes": ..., "comparison": ...} each); a figure
-    that some repeat lacks (one mode only, or no gym wait at all) is left out."""
+    """The intervals of the catalogue's figures that get one, over repeats ({"modes": ...,
+    "comparison": ...} each), cut at each figure's domain (a t interval over few repeats can reach
+    past it: a speedup below zero, an idle ratio of -0.0 %). A figure that some repeat lacks (one
+    mode only, or no gym wait at all) is left out."""
     out = {}
-    for name, (where, key) in FIGURES.items():
-        values = []
-        for r in repeats:
-            block = r.get("comparison") if where == "comparison" else r["modes"].get(where)
-            values.append(None if not block else block.get(key))
-        if values and all(v is not None for v in values):
-            out[name] = interval(values, DOMAINS[name])
+    for metric in CATALOGUE:
+        for name, mode in metric.interval_names():
+            values = [metric.value(r, mode) for r in repeats]
+            if values and all(v is not None for v in values):
+                out[name] = interval(values, metric.domain)
     return out

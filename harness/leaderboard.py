@@ -21,11 +21,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness import gpu_usage
+from harness.catalogue import CATALOGUE, Board, Metric
 from harness.html import Cell, cell, page, table
 from harness.outputs import write_text
 from harness.report import REPORT, write_report
-from harness.rundir import RunDirError, bias_of, load_summary
+from harness.rundir import RunDirError, load_summary
 
 MARKDOWN, CSV, INDEX = "leaderboard.md", "leaderboard.csv", "index.html"
 INTRO = (
@@ -45,28 +45,15 @@ class Row:
     stages: str  # "measured" or "emulated" (generation, training and weight sync)
     hardware: str
     fingerprint: str
-    idle_sync: float | None
-    idle_async: float | None
-    gpu_idle_async: float | None  # NVML's: the share of samples at 0 % utilisation; None: not measured
-    gym_share_sync: float | None  # the gym's share of the sync trainer wait (queue + service)
-    speedup: float | None  # the mean over repeats
-    speedup_low: float | None  # its 95 % interval (None for a single repeat)
-    speedup_high: float | None
-    achieved_over_ideal: float | None
-    control_speedup: float | None  # the same configuration with an instant gym (--control)
-    control_idle_sync: float | None
-    repeats: int
-    samples_sync: float | None
-    samples_async: float | None
-    reward_sync: float | None
-    reward_async: float | None
-    staleness_async: float | None
-    slow_fast_async: float | None  # the slow-sample bias audit: slowest / fastest quartile's acceptance
-    errors: int
+    figures: dict[str, float | int | None]  # by Board.field: the catalogue's leaderboard columns
     run_id: str
     runs: int  # runs of this key; the row shows the chosen one
     commit: str
     tools: str
+
+    def get(self, field: str) -> Any:
+        """A column's value: a figure, or one of the fields above."""
+        return self.figures[field] if field in self.figures else getattr(self, field)
 
 
 @dataclass(frozen=True)
@@ -77,12 +64,9 @@ class Column:
     numeric: bool = False
 
 
-def _opt(fmt: str) -> Callable[[Any], str]:
-    return lambda v: "-" if v is None else format(v, fmt)
-
-
-def _times(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
+def _figure_columns() -> list[Column]:
+    """The catalogue's leaderboard columns, in its order."""
+    return [Column(b.field, b.header, m.text, numeric=True) for m in CATALOGUE for b in m.board]
 
 
 COLUMNS = (
@@ -92,24 +76,7 @@ COLUMNS = (
     Column("policy", "policy / profile", str),
     Column("stages", "stages", str),
     Column("hardware", "hardware", str),
-    Column("idle_sync", "trainer idle sync", _opt(".1%"), numeric=True),
-    Column("idle_async", "trainer idle async", _opt(".1%"), numeric=True),
-    Column("gpu_idle_async", "GPU idle (NVML) async", _opt(".1%"), numeric=True),
-    Column("gym_share_sync", "gym share of sync wait", _opt(".0%"), numeric=True),
-    Column("speedup", "speedup", _times, numeric=True),
-    Column("speedup_low", "speedup 95% low", _times, numeric=True),
-    Column("speedup_high", "speedup 95% high", _times, numeric=True),
-    Column("repeats", "repeats", str, numeric=True),
-    Column("achieved_over_ideal", "achieved/ideal", _opt(".0%"), numeric=True),
-    Column("control_speedup", "control speedup", _times, numeric=True),
-    Column("control_idle_sync", "control idle sync", _opt(".1%"), numeric=True),
-    Column("samples_sync", "samples/s sync", _opt(".2f"), numeric=True),
-    Column("samples_async", "samples/s async", _opt(".2f"), numeric=True),
-    Column("reward_sync", "reward sync", _opt(".3f"), numeric=True),
-    Column("reward_async", "reward async", _opt(".3f"), numeric=True),
-    Column("staleness_async", "staleness async", _opt(".2f"), numeric=True),
-    Column("slow_fast_async", "slow/fast acceptance async", _opt(".2f"), numeric=True),
-    Column("errors", "errors", str, numeric=True),
+    *_figure_columns(),
     Column("runs", "runs of key", str, numeric=True),
     Column("commit", "commit", str),
     Column("fingerprint", "hardware fingerprint", str),
@@ -171,7 +138,7 @@ def choose(rows: list[Row]) -> list[Row]:
     chosen = []
     for key in sorted(by_key):
         runs = by_key[key]
-        latest = max(runs, key=lambda r: (r.speedup is not None, _natural(r.run_id)))
+        latest = max(runs, key=lambda r: (r.figures["speedup"] is not None, _natural(r.run_id)))
         chosen.append(replace(latest, runs=len(runs)))
     return chosen
 
@@ -183,18 +150,11 @@ def _natural(run_id: str) -> tuple:
 
 def make_row(run_id: str, s: dict[str, Any]) -> Row:
     """The leaderboard figures of one run (run_id: its directory's name under runs/)."""
-    modes, spec, comparison = s["modes"], s["spec"], s.get("comparison") or {}
-
-    def figure(mode: str, key: str) -> float | None:
-        return modes[mode][key] if mode in modes else None
-
+    spec = s["spec"]
     profile = (s.get("profile") or {}).get("name")
     policy = str(spec.get("policy", "?")) + (f" / {profile}" if s.get("emulated") else "")
     if s.get("placement"):
         policy += f", {s['placement']}"
-    speedup = (s.get("intervals") or {}).get("speedup") or {}
-    ctrl = s.get("control") or {}
-    ctrl_sync = (ctrl.get("modes") or {}).get("sync") or {}
     return Row(
         gym=s["gym"],
         configuration=configuration(s),
@@ -202,30 +162,24 @@ def make_row(run_id: str, s: dict[str, Any]) -> Row:
         stages="emulated" if s.get("emulated") else "measured",
         hardware=hardware_name(s["hardware"]),
         fingerprint=fingerprint(s["hardware"]),
-        idle_sync=figure("sync", "trainer_idle_ratio"),
-        idle_async=figure("async", "trainer_idle_ratio"),
-        gpu_idle_async=gpu_usage.idle_ratio(modes.get("async", {}).get("gpu")),
-        gym_share_sync=modes["sync"].get("gym_wait_share") if "sync" in modes else None,
-        speedup=comparison.get("speedup"),
-        speedup_low=speedup.get("low"),
-        speedup_high=speedup.get("high"),
-        achieved_over_ideal=comparison.get("achieved_over_ideal"),
-        control_speedup=(ctrl.get("comparison") or {}).get("speedup"),
-        control_idle_sync=ctrl_sync.get("trainer_idle_ratio"),
-        repeats=len(s.get("repeats") or []) or 1,
-        samples_sync=figure("sync", "samples_per_s"),
-        samples_async=figure("async", "samples_per_s"),
-        reward_sync=figure("sync", "reward_mean"),
-        reward_async=figure("async", "reward_mean"),
-        staleness_async=figure("async", "staleness_mean"),
-        slow_fast_async=(bias_of(s, "async") or {}).get("slow_fast_acceptance"),
-        errors=sum(int(m["accounting"].get("errored", 0)) for r in (s.get("repeats") or [s])
-                   for m in r["modes"].values()),
+        figures={b.field: _board_value(m, b, s) for m in CATALOGUE for b in m.board},
         run_id=run_id,
         runs=1,
         commit=str(s["git"].get("commit") or "unknown") + ("+dirty" if s["git"].get("dirty") else ""),
         tools=tool_versions(s["tools"]),
     )
+
+
+def _board_value(metric: Metric, board: Board, s: dict[str, Any]) -> float | int | None:
+    """One leaderboard cell's figure (Board.where says where in the summary)."""
+    where = board.where
+    if where in ("low", "high"):
+        return ((s.get("intervals") or {}).get(metric.key) or {}).get(where)
+    block = s
+    if where.startswith("control"):
+        block = s.get("control") or {}
+        where = where.removeprefix("control").strip()
+    return metric.value(block, where or None)
 
 
 def tool_versions(tools: dict[str, str]) -> str:
@@ -283,7 +237,7 @@ def markdown(rows: list[Row]) -> str:
 
 
 def _md_cell(row: Row, column: Column) -> str:
-    text = column.show(getattr(row, column.field)).replace("|", "\\|")
+    text = column.show(row.get(column.field)).replace("|", "\\|")
     if column.field == "run_id":
         return f"[{text}]({report_link(row)})"
     if column.field == "stages" and row.stages != "measured":
@@ -302,7 +256,7 @@ def csv_text(rows: list[Row]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([c.field for c in COLUMNS] + ["report"])
     for r in rows:
-        values = [getattr(r, c.field) for c in COLUMNS]
+        values = [r.get(c.field) for c in COLUMNS]
         cells = ["" if v is None else f"{v:.6f}" if isinstance(v, float) else v for v in values]
         writer.writerow([*cells, report_link(r)])
     return buf.getvalue()
@@ -325,7 +279,7 @@ def index_html(rows: list[Row]) -> str:
 
 
 def _html_cell(row: Row, column: Column) -> Cell:
-    value = getattr(row, column.field)
+    value = row.get(column.field)
     text = column.show(value)
     if column.field == "run_id":
         return Cell(f'<a href="{escape(report_link(row))}">{escape(text)}</a>', sort=row.run_id)

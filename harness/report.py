@@ -8,12 +8,11 @@ was made, so the same run drawn by the same matplotlib version gives byte-identi
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness import gpu_usage
+from harness import catalogue
 from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
 from harness.intervals import with_interval
@@ -25,25 +24,6 @@ from trainer.types import FATES
 
 REPORT = "report.html"
 FIGURE_DIR = "figures"
-
-# (label, summary key, format) of the per-mode metrics table, as `harness benchmark` prints them.
-METRICS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
-    ("avg step_time", "step_time_mean", lambda x: f"{x:.2f} s"),
-    ("step_time stddev", "step_time_std", lambda x: f"{x:.2f} s"),
-    ("avg train_wait", "train_wait_mean", lambda x: f"{x:.2f} s"),
-    ("trainer idle ratio", "trainer_idle_ratio", lambda x: f"{x:.1%}"),
-    ("GPU-measured idle (NVML)", "gpu", gpu_usage.idle_text),  # share of samples at 0 % utilisation
-    ("avg actor_train", "actor_train_mean", lambda x: f"{x:.2f} s"),
-    ("avg update_weights", "update_weights_mean", lambda x: f"{x:.2f} s"),
-    ("ideal step time", "ideal_step_time", lambda x: f"{x:.2f} s"),
-    ("rollout idle ratio", "rollout_idle_ratio", lambda x: f"{x:.1%}"),
-    ("accelerator idle ratio (colocated)", "accelerator_idle_ratio", lambda x: f"{x:.1%}"),
-    ("gym pool utilisation", "gym_utilisation", lambda x: f"{x:.1%}"),
-    ("samples / s", "samples_per_s", lambda x: f"{x:.2f}"),
-    ("reward mean", "reward_mean", lambda x: f"{x:.3f}"),
-    ("staleness mean", "staleness_mean", lambda x: f"{x:.2f}"),
-)
-
 
 def write_report(run_dir: Path) -> Path:
     """Write report.html and figures/*.png for the run in `run_dir`; return the page's path."""
@@ -122,48 +102,39 @@ def _headline(s: dict[str, Any]) -> str:
     )
 
 
-# (label, interval key, where a single repeat keeps it, format) of the repeats-and-control table
-REPEATED = (
-    ("speedup", "speedup", ("comparison", "speedup"), lambda x: f"{x:.2f}x"),
-    ("achieved/ideal", "achieved_over_ideal", ("comparison", "achieved_over_ideal"), lambda x: f"{x:.0%}"),
-    ("trainer idle ratio, sync", "trainer_idle_ratio_sync", ("sync", "trainer_idle_ratio"), lambda x: f"{x:.1%}"),
-    ("trainer idle ratio, async", "trainer_idle_ratio_async", ("async", "trainer_idle_ratio"), lambda x: f"{x:.1%}"),
-    ("gym share of the sync wait", "gym_wait_share_sync", ("sync", "gym_wait_share"), lambda x: f"{x:.0%}"),
-)
-
-
 def _repeats_and_control(s: dict[str, Any]) -> str:
     """The run's figures as means over its repeats with 95 % intervals, beside the control's
     (the same configuration with an instant gym: what is left without gym work)."""
     blocks = [("this run", s)] + ([(f"control: {s['control'].get('gym', 'instant gym')}", s["control"])]
                                   if s.get("control") else [])  # fmt: skip
 
-    def shown(block: dict[str, Any], key: str, where: tuple[str, str], fmt: Callable[[float], str]) -> str:
-        spread = (block.get("intervals") or {}).get(key)
+    def shown(block: dict[str, Any], metric: catalogue.Metric, name: str, mode: str | None) -> str:
+        spread = (block.get("intervals") or {}).get(name)
         if spread and spread.get("mean") is not None:
-            return with_interval(spread["mean"], spread, fmt)
-        outer, inner = where
-        value = ((block.get("comparison") if outer == "comparison" else (block.get("modes") or {}).get(outer)) or {}).get(inner)
-        return "-" if value is None else fmt(value)
+            return with_interval(spread["mean"], spread, metric.text)
+        return metric.text(metric.value(block, mode))  # a single repeat: its own figure
 
+    rows = [[cell(metric.label + (f", {mode}" if mode else "")),
+             *(cell(shown(b, metric, name, mode), numeric=True) for _, b in blocks)]
+            for metric in catalogue.CATALOGUE for name, mode in metric.interval_names()]  # fmt: skip
+    bias = catalogue.BY_KEY["slow_fast_acceptance"]
+    rows.append([cell(f"{bias.label} (pooled)"), *(cell(bias.text(bias.value(b)), numeric=True) for _, b in blocks)])
     repeats = len(s.get("repeats") or []) or 1
-    rows = [[cell(label), *(cell(shown(b, key, where, fmt), numeric=True) for _, b in blocks)]
-            for label, key, where, fmt in REPEATED]  # fmt: skip
-    rows.append([cell("slowest / fastest acceptance, async (pooled)"),
-                 *(cell(_bias_figure(bias_of(b, "async"), "slow_fast_acceptance", ".2f"), numeric=True)
-                   for _, b in blocks)])  # fmt: skip
     note = (f"<p class=sub>Means over {repeats} sync/async pairs run in ABBA order, with 95 % Student's t "
             "intervals over the pairs in brackets.</p>" if repeats > 1 else "")  # fmt: skip
     return note + table(["figure", *(name for name, _ in blocks)], rows)
 
 
 def _metrics_table(run: Run) -> str:
+    """The catalogue's report figures per mode, train_wait followed by its parts."""
     modes = run.modes
     rows = []
-    for label, key, fmt in METRICS:
-        values = [run.summary["modes"][m].get(key) for m in modes]
-        rows.append([cell(label), *(cell("-" if v is None else fmt(v), numeric=True) for v in values)])
-        if key == "train_wait_mean":
+    for metric in catalogue.shown_in(catalogue.REPORT):
+        if metric.colocated_only and run.placement != "colocated":
+            continue
+        rows.append([cell(metric.label), *(cell(metric.shown(run.summary, m), numeric=True)
+                                           for m in modes)])  # fmt: skip
+        if metric.key == "train_wait_mean":
             rows += _wait_split_rows(run)
     return table(["metric", *modes], rows)
 
@@ -183,9 +154,6 @@ def _wait_split_rows(run: Run) -> list[list[Cell]]:
             share = f" ({split[part] / total:.0%})" if total > 0 else ""
             values.append(f"{seconds(split[part])}{share}")
         rows.append([cell(f"train_wait: {part}"), *(cell(v, numeric=True) for v in values)])
-    shares = [f.get("gym_wait_share") for f in figures]
-    rows.append([cell("gym share of train_wait"), *(cell("-" if v is None else f"{v:.1%}", numeric=True)
-                                                       for v in shares)])  # fmt: skip
     return rows
 
 

@@ -151,11 +151,11 @@ def test_leaderboard_shows_the_interval_the_control_and_the_placement(repeated, 
     for f in ("summary.json", "steps.csv", "timeline.jsonl", "buffer.csv"):
         (copy / f).write_bytes((run_dir / f).read_bytes())
     (row,) = publish(tmp_path, include_dirty=True).rows
-    assert row.repeats == 2 and row.speedup == summary["comparison"]["speedup"]
-    assert (row.speedup_low, row.speedup_high) == (summary["intervals"]["speedup"]["low"],
-                                                   summary["intervals"]["speedup"]["high"])  # fmt: skip
-    assert row.control_speedup == summary["control"]["comparison"]["speedup"]
-    assert row.gym_share_sync == summary["modes"]["sync"]["gym_wait_share"] is not None
+    assert row.figures["repeats"] == 2 and row.figures["speedup"] == summary["comparison"]["speedup"]
+    spread = summary["intervals"]["speedup"]
+    assert (row.figures["speedup_low"], row.figures["speedup_high"]) == (spread["low"], spread["high"])
+    assert row.figures["control_speedup"] == summary["control"]["comparison"]["speedup"]
+    assert row.figures["gym_share_sync"] == summary["modes"]["sync"]["gym_wait_share"] is not None
     assert row.policy == "replay / zero, colocated"
     header = (tmp_path / CSV).read_text().splitlines()[0].split(",")
     assert {"speedup_low", "speedup_high", "control_speedup", "gym_share_sync", "repeats"} <= set(header)

@@ -1,0 +1,184 @@
+"""The metric catalogue: the one place that names each figure of a run.
+
+An entry says where the figure is read in a summary, its label, unit and format, where its values
+can lie, whether it gets a 95 % interval over repeats, and which views show it. The console table
+(`harness benchmark`), the report's tables, the leaderboard's figure columns, the intervals
+(`harness/intervals.py`) and `harness metrics` are all drawn from it; none names a figure of its own.
+Adding a figure: compute it (a mode's in `trainer/metrics.py` `summarize`), add its entry here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness import gpu_usage
+
+Scope = Literal["mode", "comparison", "run"]
+MODES = ("sync", "async")
+CONSOLE, REPORT = "console", "report"  # the per-mode tables: harness benchmark's, and report.html's
+
+
+@dataclass(frozen=True)
+class Board:
+    """One leaderboard column of a figure. `where`: a mode ("sync"), the control's mode
+    ("control sync"), "" (a comparison or run figure), "control", or "low"/"high" (the interval's bounds)."""
+
+    field: str  # the CSV column
+    header: str
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # in a mode's block of summary.json (scope "mode"), in its "comparison" or the run's
+    label: str
+    meaning: str
+    unit: Literal["s", "share", "times", ""] = ""
+    digits: int = 2
+    scope: Scope = "mode"
+    domain: tuple[float, float] = (-math.inf, math.inf)
+    better: Literal["lower", "higher"] | None = None  # the console's improvement column
+    interval: bool = False  # a 95 % interval over the repeats, per mode for a mode's figure
+    views: frozenset[str] = frozenset({CONSOLE, REPORT})
+    colocated_only: bool = False  # the views show it only for colocated placement
+    board: tuple[Board, ...] = ()
+    read: Callable[[Mapping[str, Any]], Any] | None = None  # from the block, when not block[key]
+    describe: Callable[[Mapping[str, Any]], str] | None = None  # the views' text, when more than the value
+
+    def value(self, block: Mapping[str, Any], mode: str | None = None) -> Any:
+        """The figure in `block` (a summary, its control or one repeat); for a mode's figure, in `mode`."""
+        where = self._where(block, mode)
+        return self.read(where) if self.read else where.get(self.key)
+
+    def shown(self, block: Mapping[str, Any], mode: str | None = None, unit: bool = True) -> str:
+        """The figure's text in the views."""
+        return self.describe(self._where(block, mode)) if self.describe else self.text(self.value(block, mode), unit)
+
+    def _where(self, block: Mapping[str, Any], mode: str | None) -> Mapping[str, Any]:
+        if self.scope == "mode":
+            return ((block.get("modes") or {}).get(mode) or {}) if mode else block
+        return (block.get("comparison") or {}) if self.scope == "comparison" else block
+
+    def text(self, value: Any, unit: bool = True) -> str:
+        """`value` as the views show it ('-' for none); `unit=False` leaves seconds bare (the
+        console's label carries them)."""
+        if value is None:
+            return "-"
+        if not isinstance(value, (int, float)):
+            return str(value)
+        if self.unit == "share":
+            return f"{value:.{self.digits}%}"
+        if self.unit == "times":
+            return f"{value:.{self.digits}f}x"
+        if self.unit == "s" and unit:
+            return f"{value:.{self.digits}f} s"
+        return f"{value:.{self.digits}f}"
+
+    def interval_names(self) -> list[tuple[str, str | None]]:
+        """(name in a summary's "intervals", mode) of each interval this figure gets."""
+        if not self.interval:
+            return []
+        return [(f"{self.key}_{mode}", mode) for mode in MODES] if self.scope == "mode" else [(self.key, None)]
+
+
+def _gpu_idle(mode: Mapping[str, Any]) -> float | None:
+    return gpu_usage.idle_ratio(mode.get("gpu"))
+
+
+def _gpu_text(mode: Mapping[str, Any]) -> str:
+    """With each device's idle, or why it was not measured; '-' for a run recorded before the sampler."""
+    return gpu_usage.idle_text(mode["gpu"]) if mode.get("gpu") else "-"
+
+
+def _slow_fast(block: Mapping[str, Any]) -> float | None:
+    # pooled over the repeats where recorded, else the first repeat's own audit
+    audit = (block.get("bias") or {}).get("async") or ((block.get("modes") or {}).get("async") or {}).get("bias")
+    return (audit or {}).get("slow_fast_acceptance")
+
+
+def _repeats(summary: Mapping[str, Any]) -> int:
+    return len(summary.get("repeats") or []) or 1
+
+
+def _errors(summary: Mapping[str, Any]) -> int:
+    return sum(int(m["accounting"].get("errored", 0)) for r in (summary.get("repeats") or [summary])
+               for m in r["modes"].values())  # fmt: skip
+
+
+SHARE = (0.0, 1.0)
+POSITIVE = (0.0, math.inf)
+
+# Comparison and run figures first: the leaderboard's columns follow this order, and they lead
+# with the decision (speedup and its interval); then each mode's figures, in the tables' order.
+CATALOGUE: tuple[Metric, ...] = (
+    Metric("speedup", "speedup",
+           "sync mean step time / async mean step time; with --repeats N, the mean of the N paired repeats",
+           "times", scope="comparison", domain=POSITIVE, interval=True, views=frozenset(),
+           board=(Board("speedup", "speedup"), Board("speedup_low", "speedup 95% low", "low"),
+                  Board("speedup_high", "speedup 95% high", "high"),
+                  Board("control_speedup", "control speedup", "control"))),
+    Metric("repeats", "repeats", "sync/async pairs the run measured, in ABBA order", digits=0, scope="run",
+           views=frozenset(), read=_repeats, board=(Board("repeats", "repeats"),)),
+    Metric("achieved_over_ideal", "achieved/ideal",
+           "speedup / ideal speedup (sync step time / async ideal step time), mean over repeats", "share", 0,
+           scope="comparison", domain=POSITIVE, interval=True, views=frozenset(),
+           board=(Board("achieved_over_ideal", "achieved/ideal"),)),
+    Metric("slow_fast_acceptance", "slowest / fastest acceptance, async",
+           "async's slow-sample bias: the slowest gym-latency quartile's acceptance over the fastest's, pooled "
+           "over the repeats (1.00: staleness drops slow and fast answers alike)", scope="run", views=frozenset(),
+           read=_slow_fast, board=(Board("slow_fast_async", "slow/fast acceptance async"),)),
+    Metric("errors", "errors", "trajectories that ended in an infrastructure error, both modes, every repeat",
+           digits=0, scope="run", views=frozenset(), read=_errors, board=(Board("errors", "errors"),)),
+    Metric("step_time_mean", "avg step_time", "mean seconds per measured step (the first step is warm-up)",
+           "s", better="lower"),
+    Metric("step_time_std", "step_time stddev", "standard deviation of the measured steps' times", "s"),
+    Metric("train_wait_mean", "avg train_wait", "mean seconds per step the trainer waited for a full batch", "s",
+           better="lower"),
+    Metric("gym_wait_share", "gym share of the wait",
+           "of the trainer's wait, the part spent on gym queue and gym service on each step's critical path "
+           "(docs/architecture.md)", "share", 1, domain=SHARE, interval=True,
+           board=(Board("gym_share_sync", "gym share of sync wait", "sync"),)),
+    Metric("trainer_idle_ratio", "trainer idle ratio", "sum of train_wait over sum of step_time, measured steps",
+           "share", 1, domain=SHARE, better="lower", interval=True,
+           board=(Board("idle_sync", "trainer idle sync", "sync"), Board("idle_async", "trainer idle async", "async"),
+                  Board("control_idle_sync", "control idle sync", "control sync"))),
+    Metric("gpu", "GPU-measured idle (NVML)",
+           "on CUDA, the share of NVML samples (every 0.1 s, measured steps only) at 0 % utilisation, mean over "
+           "the policy's devices (harness/gpu_usage.py); '-' when not measured", "share", 1, domain=SHARE,
+           views=frozenset({REPORT}), read=_gpu_idle, describe=_gpu_text,
+           board=(Board("gpu_idle_async", "GPU idle (NVML) async", "async"),)),
+    Metric("train_time_mean", "avg train_time", "mean seconds per step of actor_train plus update_weights", "s",
+           views=frozenset({CONSOLE})),
+    Metric("actor_train_mean", "avg actor_train", "mean seconds per step of the optimizer step(s)", "s"),
+    Metric("update_weights_mean", "avg update_weights", "mean seconds per step of moving weights to the engine",
+           "s"),
+    Metric("accelerator_wait_mean", "avg accelerator_wait",
+           "mean seconds per step training waited behind a generate call on the shared accelerators", "s",
+           colocated_only=True),
+    Metric("accelerator_idle_ratio", "accelerator idle ratio",
+           "the share of the window in which the shared accelerators neither generated nor trained", "share", 1,
+           domain=SHARE, better="lower", colocated_only=True),
+    Metric("ideal_step_time", "ideal step time",
+           "the slowest stage's time per step (colocated: generation plus training against the gym)", "s",
+           views=frozenset({REPORT})),
+    Metric("rollout_idle_ratio", "rollout idle ratio", "the share of the window with no generate call running",
+           "share", 1, domain=SHARE),
+    Metric("gym_utilisation", "gym pool utilisation", "gym worker busy seconds over workers x window", "share", 1,
+           domain=SHARE),
+    Metric("samples_per_s", "samples / s", "trained trajectories per second of the measured window",
+           better="higher", domain=POSITIVE,
+           board=(Board("samples_sync", "samples/s sync", "sync"), Board("samples_async", "samples/s async", "async"))),
+    Metric("reward_mean", "reward mean", "mean batch reward over the measured steps", digits=3,
+           board=(Board("reward_sync", "reward sync", "sync"), Board("reward_async", "reward async", "async"))),
+    Metric("staleness_mean", "staleness mean", "mean staleness of the trained trajectories",
+           board=(Board("staleness_async", "staleness async", "async"),)),
+)
+BY_KEY = {m.key: m for m in CATALOGUE}
+
+
+def shown_in(view: str) -> list[Metric]:
+    """The per-mode figures a view shows, in catalogue order."""
+    return [m for m in CATALOGUE if view in m.views and m.scope == "mode"]
