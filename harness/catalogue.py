@@ -94,9 +94,7 @@ def _gpu_text(mode: Mapping[str, Any]) -> str:
 
 
 def _slow_fast(block: Mapping[str, Any]) -> float | None:
-    # pooled over the repeats where recorded, else the first repeat's own audit
-    audit = (block.get("bias") or {}).get("async") or ((block.get("modes") or {}).get("async") or {}).get("bias")
-    return (audit or {}).get("slow_fast_acceptance")
+    return ((block.get("bias") or {}).get("async") or {}).get("slow_fast_acceptance")  # pooled over the repeats
 
 
 def _repeats(summary: Mapping[str, Any]) -> int:

@@ -195,9 +195,9 @@ def configuration(s: dict[str, Any]) -> str:
         f"batch {spec.get('batch_groups', '?')} x group {spec.get('group_size', '?')}, "
         f"max_staleness {spec.get('max_staleness', '?')}, {s.get('gym_workers', '?')} gym workers"
     )
-    if spec.get("oversample"):  # 0, or a run older than the option: no over-sampling, nothing to say
+    if spec["oversample"]:  # 0 or None (not recorded): nothing to say
         text += f", oversample {spec['oversample']}"
-    if spec.get("executor", "local") != "local":  # runs older than the executor field ran locally
+    if spec["executor"] != "local":
         text += f" on {spec['executor']}"
     options = spec.get("gym_options") or {}
     return text + "".join(f", {k}={v}" for k, v in sorted(options.items()))

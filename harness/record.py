@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.outputs import naming, write_text
+from harness.rundir import SCHEMA_VERSION
 from trainer.pipeline import RunResult, StepRecord
 from trainer.types import Fate
 
@@ -162,6 +163,8 @@ def _append_csv(path: Path, header: list[str], rows: Iterable[list[Any]]) -> Non
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
-    """summary.json; its run id is the directory's name."""
+    """summary.json, in the current schema (harness/rundir.py reads every older one); its run id is
+    the directory's name."""
     summary["run_id"] = run_dir.name
+    summary["schema_version"] = SCHEMA_VERSION
     write_text(run_dir / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")

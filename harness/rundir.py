@@ -19,6 +19,9 @@ from trainer.timeline import Span
 from trainer.types import FATES
 
 MODE_ORDER = ("sync", "async")
+# summary.json's schema. Version 1 (no field) covers every run written before it was recorded;
+# `upgrade` reads each older version as the current one, the one place that knows what they lack.
+SCHEMA_VERSION = 2
 # What the report and the leaderboard read from each mode of summary.json.
 NUMBERS = ("step_time_mean", "train_wait_mean", "trainer_idle_ratio", "samples_per_s", "reward_mean",
            "staleness_mean", "ideal_step_time")  # fmt: skip
@@ -60,11 +63,8 @@ class Run:
 
     @property
     def placement(self) -> str | None:
-        """Where the emulated stages ran: colocated or disaggregated; None for measured stages.
-        Runs from before the option were all disaggregated (generation and training overlapped)."""
-        if not self.summary.get("emulated"):
-            return None
-        return str(self.summary.get("placement") or "disaggregated")
+        """Where the emulated stages ran: colocated or disaggregated; None for measured stages."""
+        return self.summary["placement"] if self.summary["emulated"] else None
 
 
 def ordered_modes(modes: dict[str, Any]) -> list[str]:
@@ -109,7 +109,40 @@ def load_summary(path: Path) -> dict[str, Any]:
     comparison = summary.get("comparison", {})
     if not isinstance(comparison, dict) or not all(_number(v) for v in comparison.values()):
         raise RunDirError(f"{file}: comparison is not a table of numbers")
-    return summary
+    version = summary.get("schema_version", 1)
+    if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
+        raise RunDirError(f"{file}: schema_version {version!r} is not one this heavygym reads (1 to "
+                          f"{SCHEMA_VERSION}); a newer heavygym wrote it")  # fmt: skip
+    return upgrade(summary)
+
+
+def upgrade(summary: dict[str, Any]) -> dict[str, Any]:
+    """`summary` (checked by load_summary) in the current schema, with what older runs lack filled
+    in as they measured it, so that no reader needs to know a run's age:
+    - before placement was an option, every emulated run was disaggregated;
+    - before over-sampling, none was done (None: the report shows '-', as the run never said);
+    - before the executor, gym workers ran locally;
+    - before the bias audit and wait attribution, their figures are None;
+    - before repeats, the run is its own single repeat; before pooled audits, a mode's own is its pool;
+    - before the GPU sampler, GPU idle was not measured (None).
+    """
+    s = summary  # a fresh load: upgraded in place
+    s["schema_version"] = SCHEMA_VERSION
+    s.setdefault("emulated", False)
+    s["placement"] = s.get("placement") or ("disaggregated" if s["emulated"] else None)
+    s["spec"] = {"oversample": None, "executor": "local", **s["spec"]}
+    for block in (s, s.get("control")):
+        if not isinstance(block, dict):
+            continue
+        for figures in block.get("modes", {}).values():
+            for key in ("bias", "wait_split", "wait_split_per_step", "gym_wait_share", "gpu"):
+                figures.setdefault(key, None)
+        pooled = block.get("bias") or {}
+        own = {mode: figures["bias"] for mode, figures in block.get("modes", {}).items()}
+        block["bias"] = {mode: pooled.get(mode) or own.get(mode) for mode in sorted({*pooled, *own})}
+        block.setdefault("repeats", [])
+        block.setdefault("intervals", {})
+    return s
 
 
 def _number(value: object) -> bool:
@@ -117,10 +150,9 @@ def _number(value: object) -> bool:
 
 
 def bias_of(block: dict[str, Any], mode: str) -> dict[str, Any] | None:
-    """The slow-sample bias audit of `mode` in a summary (or its control block): pooled over the
-    repeats where recorded, else the mode's own; None for a run recorded before the audit."""
-    pooled = (block.get("bias") or {}).get(mode)
-    return pooled or ((block.get("modes") or {}).get(mode) or {}).get("bias") or None
+    """The slow-sample bias audit of `mode` in a loaded summary (or its control block), pooled over
+    the repeats; None for a run recorded before the audit."""
+    return (block.get("bias") or {}).get(mode)
 
 
 def _audits(summary: dict[str, Any]) -> list[tuple[str, object]]:

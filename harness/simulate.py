@@ -119,7 +119,7 @@ def replay(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> F
 
 def _oversample(summary: dict[str, Any]) -> int:
     """A run's over-sampling, from its modes' configs (or its spec); 0 for runs from before it."""
-    default = summary["spec"].get("oversample", 0)
+    default = summary["spec"]["oversample"] or 0
     found = {int(figures["config"].get("oversample", default)) for figures in summary["modes"].values()}
     if len(found) > 1:
         raise ValueError(f"run {summary['run_id']}: its modes over-sampled differently ({sorted(found)}); "
