@@ -169,6 +169,10 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("samples_per_s", "samples / s", "trained trajectories per second of the measured window",
            better="higher", domain=POSITIVE,
            board=(Board("samples_sync", "samples/s sync", "sync"), Board("samples_async", "samples/s async", "async"))),
+    Metric("gym_s_per_trained_sample", "gym time per trained sample",
+           "gym worker busy seconds in the measured window over the trajectories trained in it: what one trained "
+           "sample costs the gym pool, the gym work of dropped trajectories included", "s", better="lower",
+           domain=POSITIVE),
     Metric("reward_mean", "reward mean", "mean batch reward over the measured steps", digits=3,
            board=(Board("reward_sync", "reward sync", "sync"), Board("reward_async", "reward async", "async"))),
     Metric("staleness_mean", "staleness mean", "mean staleness of the trained trajectories",

@@ -12,6 +12,7 @@ from toy_gyms import ToyGym
 
 from gyms import Candidate, Task
 from gyms.pool import GymPool
+from harness import catalogue
 from trainer.buffer import PipelineFailure, ReadyBuffer, Stopped
 from trainer.metrics import lag1_autocorrelation, summarize
 from trainer.pipeline import RunConfig, run
@@ -170,6 +171,17 @@ def test_oscillation_verdicts():
     assert oscillation_verdict("async", 2.0, 0.1).startswith("rollout-bound")
     assert oscillation_verdict("async", 0.5, -0.8).startswith("training-bound")
     assert oscillation_verdict("sync", 2.0, -0.8).startswith("synchronous")
+
+
+def test_gym_time_per_trained_sample_is_the_pools_busy_time_over_what_it_trained(pool):
+    gym = ToyGym(tasks=3)
+    result = run(gym, ReplayPolicy(gym, FAST, seed=0), pool, RunConfig(mode="async", steps=4, batch_groups=2))
+    s = summarize(result)
+    # busy worker-seconds / trained = (busy / (workers x window)) x workers / (trained / window)
+    assert s["gym_s_per_trained_sample"] > 0
+    assert s["gym_s_per_trained_sample"] == pytest.approx(s["gym_utilisation"] * result.pool_workers / s["samples_per_s"])
+    metric = catalogue.BY_KEY["gym_s_per_trained_sample"]  # shown beside the other figures of a mode
+    assert {catalogue.CONSOLE, catalogue.REPORT} <= metric.views and metric.text(0.5) == "0.50 s"
 
 
 def test_slow_generation_is_diagnosed_as_rollout_bound(pool):

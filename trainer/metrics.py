@@ -128,6 +128,7 @@ def summarize(result: RunResult) -> dict:
     generate = tl.select("rollout", "generate")
     gym_spans = [s for s in tl.spans if s.kind == "gym_step"]
     gym_busy = busy_in(gym_spans, start, end)
+    trained = sum(s.trajectories for s in measured)
     train_per_step = statistics.fmean(s.actor_train + s.update_weights for s in measured)
     gen_per_step = busy_in(generate, start, end) / n
     gym_per_step = gym_busy / result.pool_workers / n
@@ -165,7 +166,9 @@ def summarize(result: RunResult) -> dict:
         "accelerator_idle_ratio": accelerator_idle(result, generate, start, end),
         "gym_utilisation": gym_busy / (result.pool_workers * window),
         "gym_utilisation_by_node": node_utilisation(result, gym_spans, start, end),
-        "samples_per_s": sum(s.trajectories for s in measured) / window,
+        "samples_per_s": trained / window,
+        # the gym pool's cost of a trained sample: dropped trajectories' gym work included
+        "gym_s_per_trained_sample": gym_busy / trained if trained else None,
         "reward_mean": statistics.fmean(s.reward_mean for s in measured),
         "pass_rate": statistics.fmean(s.pass_rate for s in measured),
         "staleness_mean": statistics.fmean(s.staleness_mean for s in measured),
