@@ -17,6 +17,13 @@ TESTS = Path(__file__).resolve().parent
 T = TypeVar("T")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a test marked slow run first. `make test`'s two processes take whole files in
+    this order, so the short files fill in at the end instead of a long one running alone."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)  # stable: every file keeps its own order
+
+
 def requires(available: bool, reason: str) -> pytest.MarkDecorator:
     """Skip where a tool is missing, except under CI: the set-up installs every tool there,
     so a missing one is a failure, never a silent skip."""

@@ -15,12 +15,12 @@ from test_verilog_conformance import needs_cocotb
 from test_verilog_timing import GLITCHES, LATE, glitching, ports_of
 
 from gyms.base import Outcome
+from gyms.sandbox import SandboxRun
 from gyms.verilog import VerilogGym
 from gyms.verilog.benches import make_bench
 from gyms.verilog.candidates import answer
 from gyms.verilog.episode import _log
 from gyms.verilog.recorded import NoVerdict
-from gyms.sandbox import Sandbox, SandboxRun
 from gyms.verilog.tasks import builtin_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
@@ -78,6 +78,7 @@ def test_attacks_on_builtin_tasks_fail_on_icarus() -> None:
     assert_attacks_fail(gym, gym.tasks()[0], BUILTIN_ATTACKS, answer(ADDER), answer(WRONG + "endmodule\n"))
 
 
+@pytest.mark.slow
 @needs_verilator
 def test_attacks_on_builtin_tasks_fail_on_verilator() -> None:
     gym = VerilogGym(tasks="adder8", simulator="verilator", sim_timeout_s=2)

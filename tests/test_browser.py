@@ -193,6 +193,7 @@ def column_values(tab: Tab, header: str) -> list[str]:
     )
 
 
+@pytest.mark.slow
 def test_leaderboard_and_report_render_and_sort(results: Path, tab: Tab, tmp_path: Path):
     real = next(p for p in (results / "runs").iterdir() if p.name.endswith("-math"))
     assert (real / "report.html").is_file(), "harness benchmark writes the report itself"

@@ -24,6 +24,7 @@ SUMMARY_FIGURES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_benchmark_writes_a_complete_run_record(tmp_path):
     out = harness("benchmark", "--gym", "math", "--steps", "3", "--batch", "2", "--group", "2",
                   "--results", str(tmp_path), "--json")  # fmt: skip

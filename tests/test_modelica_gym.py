@@ -231,6 +231,7 @@ def test_options_from_the_command_line_and_their_errors():
         gym.tasks("dev")
 
 
+@pytest.mark.slow
 def test_conformance_of_every_task():
     gym = ModelicaGym()
     for split in ("train", "test"):

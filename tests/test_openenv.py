@@ -9,7 +9,6 @@ hanging.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import signal
@@ -436,7 +435,7 @@ def test_benchmark_through_openenv_agrees_with_the_gym_in_process(tmp_path):
     tasks_file = tmp_path / "math.jsonl"
     server = Server("math", "--workers", "2", "--tasks-file", str(tasks_file))
     try:
-        config = ["--mode", "sync", "--steps", "3", "--batch", "2", "--group", "2", "--gym-workers", "2",
+        config = ["--mode", "sync", "--steps", "3", "--batch", "2", "--group", "2", "--workers", "2",
                   "--results", str(tmp_path), "--json"]  # fmt: skip
         served = summary_of(harness("benchmark", "--gym", "openenv", "-o", f"url={server.url}",
                                     "-o", f"tasks={tasks_file}", *config))  # fmt: skip
@@ -476,6 +475,7 @@ def test_an_unreachable_server_is_one_clear_line_and_a_dead_one_an_error_outcome
     assert server.url in second.result.observation
 
 
+@pytest.mark.slow
 def test_conformance_check_through_openenv(tmp_path):
     tasks_file = tmp_path / "math.jsonl"
     server = Server("math", "--workers", "2", "--tasks-file", str(tasks_file))

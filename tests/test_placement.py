@@ -68,6 +68,7 @@ def gated_run(placement: str):
     return policy, result, [(g, t) for g in generation for t in training if overlaps(g, t)]
 
 
+@pytest.mark.slow
 def test_colocated_async_never_overlaps_generation_with_training():
     policy, result, overlapping = gated_run("colocated")
     assert policy.asked.is_set(), "no generation was asked for during training: the test proves nothing"

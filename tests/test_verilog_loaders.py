@@ -287,6 +287,7 @@ def test_an_rtllm_reference_never_enters_the_sandbox() -> None:
         assert "testbench.v" in files and not {task.metadata["reference_file"], "design_description.txt"} & files
 
 
+@pytest.mark.slow
 @needs_verilator
 def test_loaded_benchmarks_are_vetted_and_run_on_verilator_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))

@@ -216,6 +216,7 @@ def test_zero_delay_designs_pass(builtin_gym, label) -> None:
     assert result.outcome is Outcome.PASS, result.observation
 
 
+@pytest.mark.slow
 @needs_verilator
 def test_verilator_compares_over_time_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEAVYGYM_TRACE_CACHE", str(tmp_path))
