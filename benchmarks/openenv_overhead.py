@@ -54,7 +54,7 @@ WORKERS = 2
 @contextmanager
 def served(gym: str, max_sessions: int):
     harness = Path(sys.executable).parent / "harness"
-    proc = subprocess.Popen([str(harness), "serve", gym, "--port", "0", "--workers", str(WORKERS),
+    proc = subprocess.Popen([str(harness), "serve", gym, "--port", "0", "--gym-workers", str(WORKERS),
                              "--max-sessions", str(max_sessions)], stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert proc.stderr is not None

@@ -32,11 +32,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--group", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--gym-workers", type=int, default=None)
     args = parser.parse_args()
     gym = NullGym()
     results = {}
-    with GymPool(args.workers, step_timeout_s=gym.step_timeout_s) as pool:
+    with GymPool(args.gym_workers, step_timeout_s=gym.step_timeout_s) as pool:
         for mode in ("sync", "async"):
             policy = ReplayPolicy(gym, ZERO, skill=0.5, seed=random.Random(0).randint(0, 9))
             config = RunConfig(mode=mode, steps=args.steps, batch_groups=args.batch, group_size=args.group)

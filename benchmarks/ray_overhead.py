@@ -37,7 +37,7 @@ GYMS = {"null": "null_gym:NullGym"}
 def measure(executor: str, gym_name: str, args: argparse.Namespace) -> dict:
     gym = make(gym_name)
     started = time.perf_counter()
-    with make_pool(executor, gym_name, {}, args.workers, gym.step_timeout_s, args.ray_address) as pool:
+    with make_pool(executor, gym_name, {}, args.gym_workers, gym.step_timeout_s, args.ray_address) as pool:
         while len(pool.placements) < pool.workers:  # every worker up: start-up is measured apart
             time.sleep(0.01)
         figures: dict = {"pool_start_s": time.perf_counter() - started, "gym_workers": pool.workers}
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--group", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=None, help="gym workers (default: core count)")
+    parser.add_argument("--gym-workers", type=int, default=None, help="gym workers (default: core count)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ray-address", default=None, help="a running cluster (default: start Ray here)")
     args = parser.parse_args()

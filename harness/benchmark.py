@@ -16,7 +16,7 @@ from trainer import bias
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
 from trainer.policies import make_policy
-from trainer.policies.profiles import HardwareProfile, load_profile
+from trainer.policies.profiles import DEFAULT_PROFILE, HardwareProfile, load_profile
 from trainer.types import Fate
 
 
@@ -27,7 +27,7 @@ class BenchmarkSpec:
     modes: tuple[str, ...] = ("sync", "async")
     steps: int = 10
     policy: str = "replay"
-    profile: str = "h100-qwen3-4b"
+    profile: str = DEFAULT_PROFILE
     gym_workers: int | None = None
     batch_groups: int = 4
     group_size: int = 4
@@ -56,7 +56,7 @@ def mode_order(modes: tuple[str, ...], repeat: int) -> tuple[str, ...]:
 
 def run_benchmark(
     spec: BenchmarkSpec,
-    results_root: Path = record.RESULTS,
+    results_root: Path = outputs.RESULTS,
     on_step: Callable[[str, StepRecord], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """Run every mode of `spec`, `spec.repeats` times, on one gym pool (and the control, if

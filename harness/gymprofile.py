@@ -26,7 +26,7 @@ from trainer.rules.answers import AnswerMix
 def measure(gym: Gym, limit: int | None = None, workers: int | None = None) -> CostCard:
     """Step every replay candidate of the first `limit` tasks once, through a GymPool, after a
     warm-up: one reference answer per worker (a first call starts the checker: a one-off)."""
-    for flag, value in (("--limit", limit), ("--workers", workers)):
+    for flag, value in (("--limit", limit), ("--gym-workers", workers)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be at least 1, got {value}")
     tasks = list(gym.tasks("train"))[:limit]

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+RESULTS = Path("results")  # the results root every command defaults to: runs/, cards/, the leaderboard
+
 MB = 2**20
 RUN_NEEDS_BYTES = 32 * MB  # a run record with its report and figures, with room to spare
 

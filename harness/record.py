@@ -15,13 +15,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from harness.outputs import naming, write_text
+from harness.outputs import RESULTS, naming, write_text
 from harness.rundir import SCHEMA_VERSION
 from trainer.pipeline import RunResult, StepRecord
 from trainer.types import Fate
-
-RESULTS = Path("results")
-
 
 class RunDir:
     """RESULTS/runs/<run-id>/, made at its first use, so a run that fails or is interrupted

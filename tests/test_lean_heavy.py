@@ -73,7 +73,7 @@ def test_harness_gyms_check_lean_heavy(wasm_lean: Path) -> None:  # noqa: F811
         "suite=heavy",
         "--limit",
         "2",
-        "--workers",
+        "--gym-workers",
         "1",
         "--json",
         timeout=600,

@@ -221,7 +221,7 @@ def test_cold_mode_checks_with_a_lean_process_per_check(wasm_lean: Path) -> None
 def test_harness_gyms_check_lean(wasm_lean: Path) -> None:
     """The conformance check as a user runs it: a gym pool worker with its own warm checker.
     The first task carries the looping candidate, so a timeout is among the checks."""
-    done = harness("gyms", "check", "lean", "--limit", "2", "--workers", "1", "--json", timeout=600)
+    done = harness("gyms", "check", "lean", "--limit", "2", "--gym-workers", "1", "--json", timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert report["ok"] and report["tasks"] == 2, [c for c in report["checks"] if c["problem"]]

@@ -242,6 +242,6 @@ def test_conformance_of_every_task():
 
 
 def test_harness_checks_the_gym_by_module_path():
-    done = harness("gyms", "check", "gyms.modelica:ModelicaGym", "--limit", "1", "--workers", "1")
+    done = harness("gyms", "check", "gyms.modelica:ModelicaGym", "--limit", "1", "--gym-workers", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS gym modelica" in done.stdout

@@ -98,7 +98,7 @@ def test_every_heavy_task_uses_arrays_and_has_realistic_wrong_variants() -> None
 def test_harness_gyms_check_modelica_heavy() -> None:
     """The conformance check on the first two heavy tasks, through the installed command."""
     done = harness(
-        "gyms", "check", "modelica", "-o", "suite=heavy", "--limit", "2", "--workers", "2", "--json", timeout=600
+        "gyms", "check", "modelica", "-o", "suite=heavy", "--limit", "2", "--gym-workers", "2", "--json", timeout=600
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)

@@ -95,7 +95,7 @@ def answer(gym_name: str, task_id: str, expect: str, **options: str) -> str:
 
 @pytest.fixture(scope="module")
 def math_server() -> Iterator[Server]:
-    server = Server("math", "--workers", "2", "--max-sessions", "3")
+    server = Server("math", "--gym-workers", "2", "--max-sessions", "3")
     yield server
     assert server.stop() == 0, "".join(server.log)
 
@@ -211,7 +211,7 @@ def test_bad_input_gets_a_clear_error_and_the_server_keeps_serving(math_server):
 def test_serve_refuses_a_bad_gym_and_warns_off_loopback():
     out = harness("serve", "no-such-gym", "--port", "0", timeout=60)
     assert out.returncode == 2 and "no-such-gym" in out.stderr and "Traceback" not in out.stderr
-    server = Server("harness.control:InstantGym", "-o", "of=math", "--host", "0.0.0.0", "--workers", "1")
+    server = Server("harness.control:InstantGym", "-o", "of=math", "--host", "0.0.0.0", "--gym-workers", "1")
     try:
         assert "no authentication" in server.log[0]
     finally:
@@ -220,7 +220,7 @@ def test_serve_refuses_a_bad_gym_and_warns_off_loopback():
 
 @needs_icarus
 def test_a_vanished_client_has_its_verilog_episode_closed_and_work_directory_removed(tmp_path):
-    server = Server("verilog", "--workers", "1")
+    server = Server("verilog", "--gym-workers", "1")
     try:
         gym = make("verilog")
         task = gym.tasks()[0]
@@ -267,7 +267,7 @@ def served_a_session(url: str) -> bool:
 
 
 def test_sessions_made_over_http_give_their_places_back_after_the_grace():
-    server = Server("math", "--workers", "1", "--max-sessions", "2")
+    server = Server("math", "--gym-workers", "1", "--max-sessions", "2")
     try:
         task = make("math").tasks()[0]
         made = time.monotonic()
@@ -292,7 +292,7 @@ def test_sessions_made_over_http_give_their_places_back_after_the_grace():
 
 @needs_icarus
 def test_an_attached_session_ends_with_its_connection_and_cannot_be_attached_again():
-    server = Server("verilog", "--workers", "1")
+    server = Server("verilog", "--gym-workers", "1")
     try:
         task = make("verilog").tasks()[0]
         session_id = create_session_over_http(server.url)
@@ -328,7 +328,7 @@ def test_an_attached_session_ends_with_its_connection_and_cannot_be_attached_aga
 def test_a_session_closed_under_its_connection_refuses_what_the_connection_sends_next():
     """OpenEnv's idle timeout closes a session but not its WebSocket: a reset there must not open
     an episode on the closed session, which nothing would ever close."""
-    server = Server("math", "--workers", "1", "--max-sessions", "1", "--idle-timeout", "1")
+    server = Server("math", "--gym-workers", "1", "--max-sessions", "1", "--idle-timeout", "1")
     try:
         with GymClient(base_url=server.url).sync() as idle:
             idle.reset()
@@ -433,9 +433,9 @@ def summary_of(out: subprocess.CompletedProcess[str]) -> dict:
 
 def test_benchmark_through_openenv_agrees_with_the_gym_in_process(tmp_path):
     tasks_file = tmp_path / "math.jsonl"
-    server = Server("math", "--workers", "2", "--tasks-file", str(tasks_file))
+    server = Server("math", "--gym-workers", "2", "--tasks-file", str(tasks_file))
     try:
-        config = ["--mode", "sync", "--steps", "3", "--batch", "2", "--group", "2", "--workers", "2",
+        config = ["--mode", "sync", "--steps", "3", "--batch", "2", "--group", "2", "--gym-workers", "2",
                   "--results", str(tmp_path), "--json"]  # fmt: skip
         served = summary_of(harness("benchmark", "--gym", "openenv", "-o", f"url={server.url}",
                                     "-o", f"tasks={tasks_file}", *config))  # fmt: skip
@@ -460,7 +460,7 @@ def test_an_unreachable_server_is_one_clear_line_and_a_dead_one_an_error_outcome
 
     from gyms.pool import GymPool
 
-    server = Server("math", "--workers", "1")
+    server = Server("math", "--gym-workers", "1")
     try:
         gym = make("openenv", url=server.url, size="2")
         task = gym.tasks()[0]
@@ -478,10 +478,10 @@ def test_an_unreachable_server_is_one_clear_line_and_a_dead_one_an_error_outcome
 @pytest.mark.slow
 def test_conformance_check_through_openenv(tmp_path):
     tasks_file = tmp_path / "math.jsonl"
-    server = Server("math", "--workers", "2", "--tasks-file", str(tasks_file))
+    server = Server("math", "--gym-workers", "2", "--tasks-file", str(tasks_file))
     try:
         out = harness("gyms", "check", "openenv", "-o", f"url={server.url}", "-o", f"tasks={tasks_file}",
-                      "--limit", "3", "--workers", "2", timeout=300)  # fmt: skip
+                      "--limit", "3", "--gym-workers", "2", timeout=300)  # fmt: skip
         without = harness("gyms", "check", "openenv", "-o", f"url={server.url}", "-o", "size=2", timeout=120)
     finally:
         assert server.stop() == 0, "".join(server.log)

@@ -148,7 +148,7 @@ def test_card_lookup_prefers_a_profiled_card_then_the_newest_run(tmp_path):
 
 
 def test_gyms_profile_writes_a_card_the_planner_reads(tmp_path, monkeypatch, capsys):
-    code, out, err = harness_here(monkeypatch, capsys, "gyms", "profile", "math", "--limit", "2", "--workers", "1",
+    code, out, err = harness_here(monkeypatch, capsys, "gyms", "profile", "math", "--limit", "2", "--gym-workers", "1",
                                   "--results", str(tmp_path))  # fmt: skip
     assert code == 0, err
     card = costcard.load(tmp_path / "cards" / "math.json")

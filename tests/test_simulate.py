@@ -338,12 +338,12 @@ def test_replay_markdown_of_a_streaming_run(streaming_run, monkeypatch, capsys):
 @pytest.mark.parametrize("args,message", [
     (["--replay", "no-such-run"], "no run 'no-such-run'"),
     (["--gym", "maht"], "Did you mean 'math'"),
-    (["--gym", "verilog", "--gym-workers", "-3"], "--gym-workers must be at least 1"),
-    (["--gym", "verilog", "--gym-workers", "0"], "--gym-workers must be at least 1"),
+    (["--gym", "verilog", "--gym-workers", "-3"], "Invalid value for '--gym-workers'"),  # the bound every command shares
+    (["--gym", "verilog", "--gym-workers", "0"], "Invalid value for '--gym-workers'"),
     (["--gym", "verilog", "--steps", "0"], "steps must be at least 1"),
     (["--gym", "verilog", "--engines", "0"], "--engines must be at least 1"),
-    (["--gym", "verilog", "--batch", "0"], "batch_groups must be at least 1"),
-    (["--gym", "verilog", "--oversample", "-1"], "oversample must be >= 0"),
+    (["--gym", "verilog", "--batch", "0"], "Invalid value for '--batch'"),
+    (["--gym", "verilog", "--oversample", "-1"], "Invalid value for '--oversample'"),
     (["--replay", VERILOG_RUN, "--repeats", "0"], "--repeats must be at least 1"),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, monkeypatch, capsys):

@@ -159,7 +159,7 @@ def test_harness_gyms_check_verilog_heavy() -> None:
     runs, through the installed command."""
     done = harness(
         "gyms", "check", "verilog", "-o", "suite=heavy", "-o", f"vectors={SCREEN_VECTORS}", "-o", "tasks=xtea*",
-        "--workers", "2", "--json", timeout=300,
+        "--gym-workers", "2", "--json", timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)

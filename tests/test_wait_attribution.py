@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from harness.benchmark import BenchmarkSpec, run_benchmark
-from harness.cli import _benchmark_table
+from harness.console import benchmark_table
 from harness.figures import FIGURES
 from harness.report import write_report
 from harness.rundir import load_run
@@ -224,7 +224,7 @@ def test_the_real_run_s_report_and_table_show_the_split(real_run):
     assert "What the trainer waited on" in page and "train_wait: gym_service" in page
     assert load_run(run_dir).spans["sync"]  # the new span fields read back
     out = io.StringIO()
-    Console(file=out, width=200).print(_benchmark_table(summary))
+    Console(file=out, width=200).print(benchmark_table(summary))
     text = out.getvalue()
     for part in PARTS:
         assert f"wait: {part} (s)" in text

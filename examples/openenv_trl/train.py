@@ -58,7 +58,7 @@ def served_gym(harness: str, gym: str, workers: int):
     log = tempfile.NamedTemporaryFile("w+", prefix="heavygym-serve-", suffix=".log", delete=False)
     # Its own process group, so that stopping it reaches its gym workers too. stderr goes to a
     # file, not a pipe: a pipe nobody reads would fill up and stall the server.
-    proc = subprocess.Popen([harness, "serve", gym, "--port", "0", "--workers", str(workers)],
+    proc = subprocess.Popen([harness, "serve", gym, "--port", "0", "--gym-workers", str(workers)],
                             stdout=log, stderr=log, start_new_session=True)  # fmt: skip
     log.close()  # the server holds its own copy of the file
     try:
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--gym", default="math")
     parser.add_argument("--harness", default=str(REPO / ".venv" / "bin" / "harness"),
                         help="The heavygym CLI that serves the gym and builds the tiny model")  # fmt: skip
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--gym-workers", type=int, default=2)
     parser.add_argument("--model", help="A transformers model directory; default: harness tiny-model")
     parser.add_argument("--tasks", type=int, default=8, help="How many of the gym's tasks to train on")
     parser.add_argument("--max-steps", type=int, default=2)
@@ -195,7 +195,7 @@ def train(args: argparse.Namespace, workdir: Path) -> None:
         model_dir = str(workdir / "tiny-model")
         subprocess.run([args.harness, "tiny-model", model_dir], check=True, stdout=subprocess.DEVNULL)
 
-    with served_gym(args.harness, args.gym, args.workers) if args.url is None else nullcontext(args.url) as url:
+    with served_gym(args.harness, args.gym, args.gym_workers) if args.url is None else nullcontext(args.url) as url:
         rows = gym_tasks(url, args.tasks)
         task_of_prompt = {row["prompt"][0]["content"]: row["task_id"] for row in rows}
         tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")

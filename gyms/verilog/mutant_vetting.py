@@ -112,7 +112,7 @@ def vet_task(task_id: str) -> list[dict[str, object]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write the suite's vetted_mutants*.json (default: print a summary)")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--gym-workers", type=int, default=2)
     parser.add_argument("--suite", choices=SUITES, default="core", help="which suite's tasks (default: core)")
     parser.add_argument("--tasks", default="", help="comma-separated task ids: vet only these, keeping the "
                         "file's other entries (with --write)")  # fmt: skip
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tasks:
         ids = [i for i in ids if i in args.tasks.split(",")]
     path = VETTED_FILES[args.suite]
-    with ProcessPoolExecutor(args.workers) as pool:
+    with ProcessPoolExecutor(args.gym_workers) as pool:
         results = dict(zip(ids, pool.map(vet_task, ids)))
     for task_id, chosen in results.items():
         print(f"{task_id}: {len(chosen)} mutants kept", file=sys.stderr)

@@ -95,6 +95,7 @@ ZERO = HardwareProfile(
 )
 
 BUILTIN = {p.name: p for p in (H100_QWEN3_4B, A3_QWEN3_4B, ZERO)}
+DEFAULT_PROFILE = H100_QWEN3_4B.name  # what benchmark, simulate and plan emulate unless told
 
 
 def load_profile(name_or_path: str) -> HardwareProfile:

@@ -1,0 +1,1 @@
+"""One module per `harness` command (harness/cli.py lists them)."""

@@ -1,0 +1,97 @@
+"""`harness benchmark`: GRPO sync and async side by side on one gym (harness/benchmark.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from harness.console import console, print_benchmark
+from harness.options import (
+    Batch,
+    Group,
+    GymName,
+    GymOptions,
+    GymWorkers,
+    Json,
+    MaxStaleness,
+    Mode,
+    Oversample,
+    Placement,  # fmt: skip
+    Profile,
+    Results,
+    Seed,
+    modes_of,
+    parse_options,
+    placement_of,
+)
+from harness.outputs import RESULTS
+from trainer.policies.profiles import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    from trainer.pipeline import StepRecord
+
+Policy = Annotated[str, typer.Option(help="replay, tiny[:KEY=VALUE,...], hf:PATH[@DEVICE][:KEY=VALUE,...] or "
+                                     "vllm:PATH[@ENGINE_DEVICE[,LEARNER_DEVICE]][:KEY=VALUE,...]; learner options "
+                                     "such as minibatches=4,epochs=1: docs/architecture.md, the loss; engine "
+                                     "options: docs/engines.md.")]  # fmt: skip
+
+
+def benchmark(
+    gym: GymName = "verilog",
+    mode: Mode = "both",
+    steps: Annotated[int, typer.Option(min=2, help="Optimizer steps per mode; the first is warm-up.")] = 10,
+    policy: Policy = "replay",
+    profile: Profile = DEFAULT_PROFILE,
+    gym_workers: GymWorkers = None,
+    batch: Batch = 4,
+    group: Group = 4,
+    max_staleness: MaxStaleness = 1,
+    oversample: Oversample = 0,
+    seed: Seed = 0,
+    gym_option: GymOptions = None,
+    executor: Annotated[str, typer.Option(help="Where gym workers run: local, or ray (docs/ray.md).")] = "local",
+    ray_address: Annotated[
+        Optional[str], typer.Option(help="With --executor ray: a cluster's HOST:PORT (default: start Ray here).")
+    ] = None,
+    placement: Placement = None,
+    repeats: Annotated[
+        int, typer.Option(min=1, help="Run the modes this many times, in ABBA order; report means and 95% intervals.")
+    ] = 1,
+    control: Annotated[
+        bool, typer.Option(help="Also run the same configuration with an instant gym (harness/control.py).")
+    ] = False,
+    results: Results = RESULTS,
+    as_json: Json = False,
+) -> None:
+    """Run GRPO sync and async on the same tasks, seed and budget; report idle ratio and speedup."""
+    modes = modes_of(mode)
+    placement = placement_of(placement)
+    from harness.benchmark import BenchmarkSpec, run_benchmark
+    from harness.report import write_report
+
+    spec = BenchmarkSpec(
+        gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
+        profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
+        max_staleness=max_staleness, oversample=oversample, seed=seed, executor=executor, ray_address=ray_address,
+        placement=placement, repeats=repeats, control=control,
+    )  # fmt: skip
+
+    def progress(mode_name: str, s: StepRecord) -> None:
+        if not as_json:
+            console.print(
+                f"  {mode_name:5s} step {s.step + 1:3d}/{steps}  step_time {s.step_time:6.2f} s  "
+                f"train_wait {s.train_wait:6.2f} s  reward {s.reward_mean:.3f}"
+            )
+
+    if not as_json:
+        extra = (f", over-sampling {oversample} groups" if oversample else "") + (
+            f", {repeats} repeats (ABBA)" if repeats > 1 else "") + (", with the instant-gym control" if control else "")
+        console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps{extra}")
+    summary, run_dir = run_benchmark(spec, results, on_step=progress)
+    write_report(run_dir)  # report.html and figures/ beside the run record
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    print_benchmark(summary, run_dir)

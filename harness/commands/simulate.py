@@ -1,0 +1,89 @@
+"""`harness simulate`: the sync and async pipelines as discrete events (harness/simulate.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness.console import console
+from harness.options import (
+    Batch,
+    Group,
+    GymWorkers,
+    Json,
+    MaxStaleness,
+    Mode,
+    Oversample,
+    Placement,
+    Profile,
+    Results,  # fmt: skip
+    Seed,
+    modes_of,
+    placement_of,
+)
+from harness.outputs import RESULTS
+from trainer.policies.profiles import DEFAULT_PROFILE
+
+
+def simulate(
+    replay: Annotated[Optional[str], typer.Option(help="Re-simulate this run (id or directory) from its own "
+                                                    "measurements; prints predicted vs measured.")] = None,
+    gym: Annotated[Optional[str], typer.Option(help="Gym whose cost card to use (found as harness plan finds it).")] = None,
+    card: Annotated[Optional[Path], typer.Option(help="A cost card JSON (harness gyms profile).")] = None,
+    profile: Profile = DEFAULT_PROFILE,
+    mode: Mode = "both",
+    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps; the first is warm-up (default 10).")] = None,
+    duration_s: Annotated[Optional[float], typer.Option(help="Simulated seconds to run instead of --steps.")] = None,
+    batch: Batch = 4,
+    group: Group = 4,
+    max_staleness: MaxStaleness = 1,
+    oversample: Oversample = 0,  # --replay takes the run's
+    gym_workers: GymWorkers = None,
+    engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time).")] = 1,
+    trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
+    placement: Placement = "disaggregated",  # --replay takes the run's
+    repeats: Annotated[int, typer.Option(help="--replay: simulations averaged (seeds SEED, SEED+1, ...).")] = 100,
+    seed: Seed = 0,
+    results: Results = RESULTS,
+    as_json: Json = False,
+    markdown: Annotated[bool, typer.Option(help="--replay: print the run's row of docs/simulate.md's table.")] = False,
+) -> None:
+    """Simulate the sync and async pipelines (discrete events, the trainer's rules) in seconds."""
+    from gyms.pool import default_workers
+    from harness import simulate as sim
+    from harness.sim.pipeline import SimConfig
+
+    if replay is not None:
+        fidelity = sim.replay(replay, results, repeats, seed)
+        if markdown:
+            print(sim.MARKDOWN_HEADER, sim.fidelity_row(fidelity), sep="\n")
+            return
+        if as_json:
+            print(json.dumps(fidelity.to_json(), indent=2))
+            return
+        console.print(f"[bold]{fidelity.gym}[/] run {fidelity.run_id}: predicted (mean ± sd of {repeats} "
+                      "simulations from the run's own spans) vs measured")  # fmt: skip
+        console.print(sim.fidelity_table(fidelity))
+        console.print(sim.fidelity_line(fidelity))
+        return
+    modes = modes_of(mode)
+    config = SimConfig(
+        steps=steps if steps is not None else (10 if duration_s is None else 2**62), duration_s=duration_s,
+        batch_groups=batch, group_size=group, max_staleness=max_staleness, oversample=oversample, engines=engines,
+        trainers=trainers,
+        gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement_of(placement) or "disaggregated",
+    )  # fmt: skip
+    summary = sim.simulate_gym(gym, card, profile, config, modes, results)
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    console.print(f"[bold]{summary['gym']}[/] simulated: card {summary['card_from']}; stages {summary['stages']}, "
+                  f"placement {config.placement}")  # fmt: skip
+    console.print(sim.summary_table(summary))
+    if "comparison" in summary:
+        c = summary["comparison"]
+        console.print(f"speedup [bold]{c['speedup']:.2f}x[/]; trainer idle ratio {c['trainer_idle_ratio_sync']:.1%}"
+                      f" -> {c['trainer_idle_ratio_async']:.1%}")  # fmt: skip

@@ -1,0 +1,65 @@
+"""The command line's options, defined once: each has one name, one bound and one help text in
+every command that takes it (harness/commands/). Defaults live where the code that uses them
+does (`outputs.RESULTS`, `profiles.DEFAULT_PROFILE`); the commands name them, never a copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from trainer.policies.replay import PLACEMENTS
+
+GymName = Annotated[str, typer.Option(help="Gym name (harness gyms list) or module:Class.")]
+GymArgument = Annotated[str, typer.Argument(help="Gym name (harness gyms list) or module:Class.")]
+GymOptions = Annotated[
+    Optional[list[str]], typer.Option("--gym-option", "-o", help="A gym option as KEY=VALUE (repeatable).")
+]
+GymWorkers = Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")]
+Split = Annotated[str, typer.Option(help="The gym's task split.")]
+Limit = Annotated[Optional[int], typer.Option(min=1, help="Only the first K tasks.")]
+
+Batch = Annotated[int, typer.Option(min=1, help="Prompts (groups) per optimizer step.")]
+Group = Annotated[int, typer.Option(min=1, help="Samples per prompt (GRPO group size).")]
+MaxStaleness = Annotated[int, typer.Option(min=0, help="Async: how many policy versions a sample may lag.")]
+Oversample = Annotated[int, typer.Option(min=0, help="Groups in flight beyond what the steps need: a step trains "
+                                         "on the first --batch groups to complete; the rest train later if fresh "
+                                         "enough, else are dropped.")]  # fmt: skip
+Mode = Annotated[str, typer.Option(help="both, sync or async.")]
+Seed = Annotated[int, typer.Option(help="Seed of every random choice the command makes (task order, sampled "
+                                   "answers, initial weights, simulated draws): the same seed repeats a run.")]
+Profile = Annotated[str, typer.Option(help="Hardware profile of the emulated stages: a name or a JSON file.")]
+Placement = Annotated[Optional[str], typer.Option(help="Where the emulated stages run: colocated (one accelerator "
+                                                  "pool takes generation and training in turn; the replay policy's "
+                                                  "default) or disaggregated (rollout and training accelerators of "
+                                                  "their own).")]  # fmt: skip
+Results = Annotated[Path, typer.Option(help="The results root: runs/, cards/ and the leaderboard.")]
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+MODES = {"both": ("sync", "async"), "sync": ("sync",), "async": ("async",)}
+
+
+def modes_of(mode: str) -> tuple[str, ...]:
+    """--mode as the modes to run."""
+    if mode not in MODES:
+        raise typer.BadParameter(f"{mode!r}: use both, sync or async", param_hint="--mode")
+    return MODES[mode]
+
+
+def placement_of(placement: str | None) -> str | None:
+    """--placement, checked; None leaves it to the policy."""
+    if placement is not None and placement not in PLACEMENTS:
+        raise typer.BadParameter(f"{placement!r}: use {' or '.join(PLACEMENTS)}", param_hint="--placement")
+    return placement
+
+
+def parse_options(pairs: list[str] | None) -> dict[str, str]:
+    """-o KEY=VALUE pairs as a dict (the gym's constructor checks the keys and values)."""
+    options = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--gym-option")
+        options[key.strip()] = value
+    return options
