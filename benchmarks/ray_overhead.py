@@ -38,7 +38,7 @@ def measure(executor: str, gym_name: str, args: argparse.Namespace) -> dict:
     gym = make(gym_name)
     started = time.perf_counter()
     with make_pool(executor, gym_name, {}, args.gym_workers, gym.step_timeout_s, args.ray_address) as pool:
-        while len(pool.placements) < pool.workers:  # every worker up: start-up is measured apart
+        while len(pool.worker_nodes) < pool.workers:  # every worker up: start-up is measured apart
             time.sleep(0.01)
         figures: dict = {"pool_start_s": time.perf_counter() - started, "gym_workers": pool.workers}
         for mode in ("sync", "async"):

@@ -93,8 +93,8 @@ class PoolStats:
 
 
 @dataclass(frozen=True)
-class Placement:
-    """From `since` (time.monotonic()) until its next placement, slot `slot`'s worker runs on `node`."""
+class WorkerNode:
+    """From `since` (time.monotonic()) until the slot's next worker starts, slot `slot`'s worker runs on `node`."""
 
     slot: int
     node: str
@@ -218,7 +218,7 @@ class SlotPool(ABC, Generic[W]):
         self.workers = workers
         self.host_timeout_s = step_timeout_s * _HOST_MARGIN + _HOST_SLACK_S
         self.stats = PoolStats(busy_s=[0.0] * workers)
-        self.placements: list[Placement] = []
+        self.worker_nodes: list[WorkerNode] = []
         self.broken: GymPoolBroken | None = None
         self._jobs = _Jobs()
         # Episodes between turns -> the node that holds their files (and the slot, for an episode
@@ -328,7 +328,7 @@ class SlotPool(ABC, Generic[W]):
                 why = str(exc)
                 continue
             with self._lock:
-                self.placements.append(Placement(slot, node, time.monotonic()))
+                self.worker_nodes.append(WorkerNode(slot, node, time.monotonic()))
             self._jobs.place(slot, node)
             return worker, node
         if self._closed:

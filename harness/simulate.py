@@ -1,4 +1,4 @@
-"""`harness simulate`: the pipeline simulator, and its check against real runs (`--replay`).
+"""`harness simulate`: the pipeline simulator, and its check against real runs (`--run`).
 
 A simulation reports what `harness benchmark` reports, computed by the same code
 (trainer.metrics): trainer idle ratio, step time, samples/s, staleness, and the speedup of
@@ -96,7 +96,7 @@ class Fidelity:
         return out
 
 
-def replay(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> Fidelity:
+def resimulate(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> Fidelity:
     """Simulate a real run from its own measurements (gym_step, generate, generate_request,
     actor_train and update_weights spans; its batch, group, staleness, over-sampling, gym
     workers and steps), `repeats` times with different seeds: a run of a few steps is itself
@@ -123,7 +123,7 @@ def _oversample(summary: dict[str, Any]) -> int:
     found = {int(figures["config"].get("oversample", default)) for figures in summary["modes"].values()}
     if len(found) > 1:
         raise ValueError(f"run {summary['run_id']}: its modes over-sampled differently ({sorted(found)}); "
-                         "a replay simulates one configuration: replay a run of one oversample")  # fmt: skip
+                         "a re-simulation models one configuration: re-simulate a run of one oversample")  # fmt: skip
     return found.pop()
 
 
@@ -196,9 +196,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
 def simulate_gym(
     gym: str | None, card_path: Path | None, profile: str, config: SimConfig, modes: tuple[str, ...], results_root: Path
 ) -> dict[str, Any]:
-    """`harness simulate` without --replay: a gym's card (harness.costcard.find_card) and a profile."""
+    """`harness simulate` without --run: a gym's card (harness.costcard.find_card) and a profile."""
     if gym is None and card_path is None:
-        raise ValueError("name a gym (--gym NAME) or a card (--card PATH), or re-simulate a run (--replay RUN_ID)")
+        raise ValueError("name a gym (--gym NAME) or a card (--card PATH), or re-simulate a run (--run RUN_ID)")
     card, where = (load(card_path), str(card_path)) if gym is None else find_card(gym, results_root, card_path)
     summary = simulate_modes(card, from_profile(load_profile(profile)), config, modes)
     summary.update(gym=card.gym, card_from=where)

@@ -80,7 +80,7 @@ def test_a_bad_dataset_is_one_line_and_writes_no_run(tmp_path, datasets, name, w
 def test_gyms_check_and_profile_load_the_dataset_first(tmp_path, datasets):
     source = datasets / "corrupt.parquet"
     one_error_line(harness("gyms", "check", "math", "-o", f"source={source}"), str(source))
-    out = harness("gyms", "profile", "math", "-o", f"source={source}", "--results", str(tmp_path / "r"))
+    out = harness("gyms", "card", "math", "-o", f"source={source}", "--results", str(tmp_path / "r"))
     one_error_line(out, str(source))
     assert not (tmp_path / "r").exists()
 
@@ -139,7 +139,7 @@ def test_outputs_below_a_file_are_refused_before_the_work(tmp_path):
     file = tmp_path / "file"
     file.write_text("")
     one_error_line(harness("calibrate", "--out", str(file / "profile.json")), f"{file}: not a directory")
-    one_error_line(harness("gyms", "profile", "math", "--out", str(file / "card.json")), f"{file}: not a directory")
+    one_error_line(harness("gyms", "card", "math", "--out", str(file / "card.json")), f"{file}: not a directory")
     one_error_line(harness("report", "x", "--results", str(file)), "no run 'x'")
 
 

@@ -209,8 +209,8 @@ def test_a_looping_proof_times_out_as_a_fail_and_the_checker_comes_back(gym: Lea
     assert all(report.ok for report in pool.health())
 
 
-def test_cold_mode_checks_with_a_lean_process_per_check(wasm_lean: Path) -> None:
-    cold = LeanGym(mode="cold")
+def test_a_cold_checker_is_a_lean_process_per_check(wasm_lean: Path) -> None:
+    cold = LeanGym(checker="cold")
     assert isinstance(client(cold.settings, ""), ColdChecker)
     task = cold.tasks()[0]
     assert cold.open(task).step(task.reference).outcome is Outcome.PASS

@@ -232,7 +232,7 @@ def test_a_lost_node_turns_its_calls_into_errors_and_the_run_goes_on(cluster):
 
 
 def latest_node(pool: RayGymPool, slot: int) -> str:
-    return [p for p in pool.placements if p.slot == slot][-1].node
+    return [p for p in pool.worker_nodes if p.slot == slot][-1].node
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 60.0) -> bool:

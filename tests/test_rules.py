@@ -128,7 +128,7 @@ class HangingToyGym(ToyGym):
 
 
 def test_replay_mix_is_what_the_replay_policy_picks():
-    """The mix a cost card is weighted to (harness/gymprofile.py) is the policy's own."""
+    """The mix a cost card is weighted to (harness/gymcost.py) is the policy's own."""
     gym = HangingToyGym()
     task = gym.tasks()[0]
     kinds = {c.action: c.expect for c in gym.candidates(task, random.Random(0))}

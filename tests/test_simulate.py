@@ -23,7 +23,7 @@ from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig, _Simulation, simulate
 from harness.sim.queue import Servers
 from harness.sim.stages import Stages, from_run
-from harness.simulate import replay
+from harness.simulate import resimulate
 from trainer.metrics import summarize
 from trainer.policies.profiles import HardwareProfile
 
@@ -243,7 +243,7 @@ def test_stages_from_a_run_are_its_span_durations():
 
 
 def test_replay_prints_predicted_beside_measured():
-    out = harness("simulate", "--replay", VERILOG_RUN, "--repeats", "3", "--results", str(RESULTS),
+    out = harness("simulate", "--run", VERILOG_RUN, "--repeats", "3", "--results", str(RESULTS),
                   env={"COLUMNS": "200"})  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "sync predicted" in out.stdout and "async measured" in out.stdout
@@ -252,7 +252,7 @@ def test_replay_prints_predicted_beside_measured():
 
 
 def test_replay_json_has_both_columns(monkeypatch, capsys):
-    code, out, _ = harness_here(monkeypatch, capsys, "simulate", "--replay", VERILOG_RUN, "--repeats", "2",
+    code, out, _ = harness_here(monkeypatch, capsys, "simulate", "--run", VERILOG_RUN, "--repeats", "2",
                        "--results", str(RESULTS), "--json")  # fmt: skip
     figures = json.loads(out)
     assert code == 0
@@ -263,7 +263,7 @@ def test_replay_json_has_both_columns(monkeypatch, capsys):
 def test_replay_markdown_row_names_the_seed_and_steps(monkeypatch, capsys):
     """Replay-policy runs with one seed are one draw (a 10-step run is a 30-step run's first
     steps), so the fidelity table must say which seed each row measured."""
-    code, out, _ = harness_here(monkeypatch, capsys, "simulate", "--replay", VERILOG_RUN, "--repeats", "2",
+    code, out, _ = harness_here(monkeypatch, capsys, "simulate", "--run", VERILOG_RUN, "--repeats", "2",
                                 "--results", str(RESULTS), "--markdown")  # fmt: skip
     assert code == 0
     header, rule, row = out.strip().splitlines()
@@ -284,12 +284,12 @@ def with_oversample(tmp_path, by_mode: dict[str, int]):
 
 
 def test_replay_takes_the_runs_oversample(tmp_path):
-    assert replay(VERILOG_RUN, RESULTS, repeats=1).config.oversample == 0  # recorded before over-sampling
-    fid = replay(VERILOG_RUN, with_oversample(tmp_path, {"sync": 2, "async": 2}), repeats=1)
+    assert resimulate(VERILOG_RUN, RESULTS, repeats=1).config.oversample == 0  # recorded before over-sampling
+    fid = resimulate(VERILOG_RUN, with_oversample(tmp_path, {"sync": 2, "async": 2}), repeats=1)
     assert fid.config.oversample == 2
     assert fid.predicted[0]["modes"]["sync"]["config"]["oversample"] == 2
     with pytest.raises(ValueError, match="over-sampled differently"):
-        replay(VERILOG_RUN, with_oversample(tmp_path / "mixed", {"sync": 0, "async": 1}), repeats=1)
+        resimulate(VERILOG_RUN, with_oversample(tmp_path / "mixed", {"sync": 0, "async": 1}), repeats=1)
 
 
 CALL_S, RESPONSE_S = 0.05, 0.05  # an engine call's fixed cost; a mean response's tokens
@@ -327,7 +327,7 @@ def test_stages_from_a_streaming_run_follow_the_engine_model(streaming_run):
 
 def test_replay_markdown_of_a_streaming_run(streaming_run, monkeypatch, capsys):
     root, run_dir = streaming_run
-    code, out, err = harness_here(monkeypatch, capsys, "simulate", "--replay", run_dir.name, "--repeats", "3",
+    code, out, err = harness_here(monkeypatch, capsys, "simulate", "--run", run_dir.name, "--repeats", "3",
                                   "--results", str(root), "--markdown")  # fmt: skip
     assert code == 0, err
     header, rule, row = out.strip().splitlines()
@@ -336,7 +336,7 @@ def test_replay_markdown_of_a_streaming_run(streaming_run, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--replay", "no-such-run"], "no run 'no-such-run'"),
+    (["--run", "no-such-run"], "no run 'no-such-run'"),
     (["--gym", "maht"], "Did you mean 'math'"),
     (["--gym", "verilog", "--gym-workers", "-3"], "Invalid value for '--gym-workers'"),  # the bound every command shares
     (["--gym", "verilog", "--gym-workers", "0"], "Invalid value for '--gym-workers'"),
@@ -344,10 +344,10 @@ def test_replay_markdown_of_a_streaming_run(streaming_run, monkeypatch, capsys):
     (["--gym", "verilog", "--engines", "0"], "--engines must be at least 1"),
     (["--gym", "verilog", "--batch", "0"], "Invalid value for '--batch'"),
     (["--gym", "verilog", "--oversample", "-1"], "Invalid value for '--oversample'"),
-    (["--replay", VERILOG_RUN, "--repeats", "0"], "--repeats must be at least 1"),
+    (["--run", VERILOG_RUN, "--repeats", "0"], "--repeats must be at least 1"),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, monkeypatch, capsys):
-    results = RESULTS if "--replay" in args or "verilog" in args else tmp_path
+    results = RESULTS if "--run" in args or "verilog" in args else tmp_path
     code, _, err = harness_here(monkeypatch, capsys, "simulate", *args, "--results", str(results))
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1, err

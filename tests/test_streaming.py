@@ -91,8 +91,8 @@ class Watched:
         return self.pool.workers
 
     @property
-    def placements(self):
-        return self.pool.placements
+    def worker_nodes(self):
+        return self.pool.worker_nodes
 
     def submit(self, episode: Episode, action: str) -> Future[StepCall]:
         with self.changed:

@@ -22,12 +22,12 @@ def busy_in(spans: Sequence[Span], start: float, end: float) -> float:
 def node_utilisation(result: RunResult, gym_spans: Sequence[Span], start: float, end: float) -> dict[str, dict]:
     """Per node: gym worker-seconds there, busy seconds, and utilisation inside [start, end].
 
-    A slot's worker counts towards the node of its latest placement (its first one before
+    A slot's worker counts towards the node it ran on at the time (its first one before
     that), so the nodes' worker-seconds add up to workers x window, and a one-node run's
-    utilisation equals `gym_utilisation`. Empty when the pool reported no placements.
+    utilisation equals `gym_utilisation`. Empty when the pool reported no worker nodes.
     """
     history: dict[int, list[tuple[float, str]]] = {}
-    for p in result.placements:
+    for p in result.worker_nodes:
         history.setdefault(p.slot, []).append((result.timeline.at(p.since), p.node))
     worker_s: dict[str, float] = {}
     for placed in history.values():

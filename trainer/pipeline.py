@@ -24,7 +24,7 @@ from gyms import Gym
 from trainer.buffer import Accounting, ReadyBuffer
 from trainer.policies.base import Policy
 from trainer.rollout import Rollout, TaskSampler
-from trainer.step_pool import Placement, StepPool
+from trainer.step_pool import StepPool, WorkerNode
 from trainer.timeline import Timeline
 from trainer.types import Fate
 
@@ -87,7 +87,7 @@ class RunResult:
     depth_series: list[tuple[float, int]]
     pool_workers: int
     wall: float
-    placements: list[Placement] = field(default_factory=list)  # where each gym worker ran, over time
+    worker_nodes: list[WorkerNode] = field(default_factory=list)  # where each gym worker ran, over time
     placement: str | None = None  # the policy's: colocated, disaggregated, or None (real hardware)
     fates: list[Fate] = field(default_factory=list)  # one per generated trajectory (empty: not recorded)
 
@@ -145,7 +145,7 @@ def run(
                 t.join()
     return RunResult(
         config, records, timeline, buffer.close_books(), dict(buffer.staleness), depth_series, pool.workers,
-        previous_end, list(pool.placements), policy.placement, list(buffer.fates),
+        previous_end, list(pool.worker_nodes), policy.placement, list(buffer.fates),
     )  # fmt: skip
 
 

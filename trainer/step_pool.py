@@ -31,8 +31,8 @@ class StepCall(Protocol):
     def finished_at(self) -> float: ...
 
 
-class Placement(Protocol):
-    """From `since` (time.monotonic()) until its next placement, slot `slot`'s worker ran on `node`."""
+class WorkerNode(Protocol):
+    """From `since` (time.monotonic()) until the slot's next worker starts, slot `slot`'s worker ran on `node`."""
 
     @property
     def slot(self) -> int: ...
@@ -46,7 +46,7 @@ class StepPool(Protocol):
     @property
     def workers(self) -> int: ...  # gym worker processes (or actors), not rollout threads
     @property
-    def placements(self) -> Sequence[Placement]: ...
+    def worker_nodes(self) -> Sequence[WorkerNode]: ...
 
     def submit(self, episode: Episode, action: str) -> Future[StepCall]: ...
 

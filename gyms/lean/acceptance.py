@@ -1,4 +1,4 @@
-"""When a proof counts: the acceptance rules, shared by every backend and mode.
+"""When a proof counts: the acceptance rules, shared by every backend and checker kind.
 
 A proof is accepted when
 1. the screen finds none of the forbidden words in its text (outside comments and strings,

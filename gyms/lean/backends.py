@@ -5,7 +5,7 @@ A backend says how to start a checker process and which protocol it speaks
 
 * `wasm`: core Lean 4.28 only (Init, Std, Lean; no Mathlib), installed by
   `scripts/install-lean-wasm.sh`. Its checker is `programs/HeavyCheck.lean` run with
-  `lean --run` (warm, or started for one check in cold mode); it parses the proof itself and
+  `lean --run` (warm, or started for one check by a cold checker); it parses the proof itself and
   runs none of its code. Anonymous, unofficial build: fine for development and CI; publish results
   from a native Lean.
 * `native`: a `repl` binary built from https://github.com/leanprover-community/repl for your

@@ -29,7 +29,7 @@ _MESSAGES = 8
 @dataclass(frozen=True)
 class Settings:
     backend: str = "wasm"  # "wasm" or "native"
-    mode: str = "warm"  # "warm" (pool of checkers) or "cold" (a lean process per check)
+    checker: str = "warm"  # "warm" (pool of checkers) or "cold" (a lean process per check)
     checkers: int = 1  # warm checkers per worker process
     check_timeout_s: float = 20.0  # CPU time per check; wall time WALL_PER_CPU times as long backs it up
     cold_start_s: float = 60.0
@@ -50,7 +50,7 @@ def client(settings: Settings, imports: str) -> CheckerPool | ColdChecker:
 
     def make() -> CheckerPool | ColdChecker:
         backend = settings.make_backend()
-        if settings.mode == "cold":
+        if settings.checker == "cold":
             return ColdChecker(backend, imports, settings.cold_start_s)
         return CheckerPool(backend, imports, settings.checkers)
 
@@ -87,7 +87,7 @@ class LeanEpisode(Episode):
         imports, rest = split_header(meta.get("header", ""))
         job = ProofJob(rest, meta["statement"], meta["name"], found.text)
         shift = job.prefix.count("\n")  # the checker counts lines from the start of `job.prefix`
-        info: dict[str, Any] = {"backend": self.settings.backend, "mode": self.settings.mode}
+        info: dict[str, Any] = {"backend": self.settings.backend, "checker": self.settings.checker}
         try:
             checked = client(self.settings, imports).check(job, self.settings.check_timeout_s)
         except ProtocolViolation as exc:

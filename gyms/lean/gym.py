@@ -8,7 +8,7 @@ Options (strings from the command line are accepted), all optional:
   suite            which built-in tasks (source=core): core (default: quick checks) or heavy
                    (tasks/heavy.lean: checks that cost real kernel work, ~0.5-3 s each)
   backend          wasm (default: the patched npm Lean under node) or native
-  mode             warm (default: a pool of checker processes) or cold (a lean process per check)
+  checker          warm (default: a pool of checker processes) or cold (a lean process per check)
   checkers         warm checkers per gym worker process (default 1; ~1.6 GB each on wasm)
   check_timeout_s  the CPU time one proof may take to check (default 20 on wasm, 60 native);
                    wall time 3 times as long backs it up (gyms.warm.WALL_PER_CPU)
@@ -16,7 +16,7 @@ Options (strings from the command line are accepted), all optional:
   wasm_dir, node   where the wasm Lean is installed (default: $HEAVYGYM_LEAN_WASM or
                    /opt/heavygym/lean-wasm), and the node binary
   repl, project, lean   native backend: the REPL binary, a Lean project (for Mathlib: its
-                   LEAN_PATH comes from `lake env`), the lean binary (cold mode)
+                   LEAN_PATH comes from `lake env`), the lean binary (checker=cold)
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gyms.options import Options
 from gyms.warm import WALL_PER_CPU
 
 BACKENDS = ("wasm", "native")
-MODES = ("warm", "cold")
+CHECKER_KINDS = ("warm", "cold")
 CHECK_TIMEOUT_S = {"wasm": 20.0, "native": 60.0}
 # wasm: a cold check starts the checker (which loads Lean's elaborator) for one proof.
 COLD_START_S = {"wasm": 120.0, "native": 180.0}
@@ -64,7 +64,7 @@ class LeanGym(Gym):
         source: str = "core",
         suite: str = "core",
         backend: str = "wasm",
-        mode: str = "warm",
+        checker: str = "warm",
         checkers: int | str = 1,
         check_timeout_s: float | str | None = None,
         max_turns: int | str = 3,
@@ -87,7 +87,7 @@ class LeanGym(Gym):
             timeout = _OPTIONS.seconds("check_timeout_s", check_timeout_s)
         self.settings = Settings(
             backend=backend,
-            mode=_OPTIONS.choice("mode", mode, MODES),
+            checker=_OPTIONS.choice("checker", checker, CHECKER_KINDS),
             checkers=_OPTIONS.whole("checkers", checkers, 1),
             check_timeout_s=timeout,
             cold_start_s=COLD_START_S[backend],
@@ -103,7 +103,7 @@ class LeanGym(Gym):
         # The longest step: a check at its wall-clock backstop, plus starting a checker (after a
         # crash or a timeout) or a cold lean.
         start = (
-            self.settings.make_backend().start_timeout_s if self.settings.mode == "warm" else self.settings.cold_start_s
+            self.settings.make_backend().start_timeout_s if self.settings.checker == "warm" else self.settings.cold_start_s
         )
         self.step_timeout_s = self.settings.check_timeout_s * WALL_PER_CPU + start
 
@@ -168,5 +168,5 @@ class LeanGym(Gym):
 
     def describe(self) -> dict[str, str]:
         described = super().describe()
-        described.update(backend=self.settings.backend, mode=self.settings.mode, source=self.source, suite=self.suite)
+        described.update(backend=self.settings.backend, checker=self.settings.checker, source=self.source, suite=self.suite)
         return described

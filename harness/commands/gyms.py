@@ -1,4 +1,4 @@
-"""`harness gyms list | check | step | profile`: the installed gyms, one at a time."""
+"""`harness gyms list | check | step | card`: the installed gyms, one at a time."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from harness.errors import start_gym
 from harness.options import GymArgument, GymOptions, GymWorkers, Json, Limit, Results, Split, parse_options
 from harness.outputs import RESULTS
 
-gyms_app = typer.Typer(no_args_is_help=True, help="List, check and profile the installed gyms.")
+gyms_app = typer.Typer(no_args_is_help=True, help="List, check and step the installed gyms, and measure their cost cards.")
 
 
 @gyms_app.command("list")
@@ -144,8 +144,8 @@ def gyms_step(
                       f"{escape(', '.join(unstepped))}")  # fmt: skip
 
 
-@gyms_app.command("profile")
-def gyms_profile(
+@gyms_app.command("card")
+def gyms_card(
     name: GymArgument,
     limit: Limit = None,
     gym_workers: GymWorkers = None,
@@ -155,12 +155,12 @@ def gyms_profile(
 ) -> None:
     """Measure a gym's cost card: every replay candidate once through a gym pool, weighted to the
     replay policy's action mix. `harness plan` and `harness simulate` read RESULTS/cards/NAME.json."""
-    from harness import costcard, gymprofile
+    from harness import costcard, gymcost
 
     gym = start_gym(name, parse_options(gym_option))
     path = out or results / costcard.CARDS / f"{gym.name}.json"
     outputs.check_writable(path.parent, outputs.MB)  # before the measuring, not after it
-    card = gymprofile.measure(gym, limit=limit, workers=gym_workers)
+    card = gymcost.measure(gym, limit=limit, workers=gym_workers)
     costcard.save(card, path)
     for line in costcard.describe(card):
         console.print(line)

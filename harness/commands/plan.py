@@ -20,7 +20,7 @@ def plan(
     cores_per_node: Annotated[int, typer.Option(help="CPU cores per node (gym workers are at most this).")],
     nodes: Annotated[int, typer.Option(help="Nodes.")] = 1,
     card: Annotated[Optional[Path], typer.Option(help="Cost card JSON. Default: RESULTS/cards/GYM.json "
-                                                 "(harness gyms profile GYM), else the newest run of GYM under "
+                                                 "(harness gyms card GYM), else the newest run of GYM under "
                                                  "RESULTS/runs/, else an error.")] = None,
     profile: Profile = DEFAULT_PROFILE,
     batch: Annotated[Optional[int], typer.Option(min=1, help="Groups per step (default: 4 per rollout engine).")] = None,

@@ -29,10 +29,10 @@ from trainer.policies.profiles import DEFAULT_PROFILE
 
 
 def simulate(
-    replay: Annotated[Optional[str], typer.Option(help="Re-simulate this run (id or directory) from its own "
-                                                    "measurements; prints predicted vs measured.")] = None,
+    run: Annotated[Optional[str], typer.Option(help="Re-simulate this run (id or directory) from its own "
+                                                 "measurements; prints predicted vs measured.")] = None,
     gym: Annotated[Optional[str], typer.Option(help="Gym whose cost card to use (found as harness plan finds it).")] = None,
-    card: Annotated[Optional[Path], typer.Option(help="A cost card JSON (harness gyms profile).")] = None,
+    card: Annotated[Optional[Path], typer.Option(help="A cost card JSON (harness gyms card).")] = None,
     profile: Profile = DEFAULT_PROFILE,
     mode: Mode = "both",
     steps: Annotated[Optional[int], typer.Option(help="Optimizer steps; the first is warm-up (default 10).")] = None,
@@ -40,24 +40,24 @@ def simulate(
     batch: Batch = 4,
     group: Group = 4,
     max_staleness: MaxStaleness = 1,
-    oversample: Oversample = 0,  # --replay takes the run's
+    oversample: Oversample = 0,  # --run takes the run's
     gym_workers: GymWorkers = None,
     engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time).")] = 1,
     trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
-    placement: Placement = "disaggregated",  # --replay takes the run's
-    repeats: Annotated[int, typer.Option(help="--replay: simulations averaged (seeds SEED, SEED+1, ...).")] = 100,
+    placement: Placement = "disaggregated",  # --run takes the run's
+    repeats: Annotated[int, typer.Option(help="--run: simulations averaged (seeds SEED, SEED+1, ...).")] = 100,
     seed: Seed = 0,
     results: Results = RESULTS,
     as_json: Json = False,
-    markdown: Annotated[bool, typer.Option(help="--replay: print the run's row of docs/simulate.md's table.")] = False,
+    markdown: Annotated[bool, typer.Option(help="--run: print the run's row of docs/simulate.md's table.")] = False,
 ) -> None:
     """Simulate the sync and async pipelines (discrete events, the trainer's rules) in seconds."""
     from gyms.pool import default_workers
     from harness import simulate as sim
     from harness.sim.pipeline import SimConfig
 
-    if replay is not None:
-        fidelity = sim.replay(replay, results, repeats, seed)
+    if run is not None:
+        fidelity = sim.resimulate(run, results, repeats, seed)
         if markdown:
             print(sim.MARKDOWN_HEADER, sim.fidelity_row(fidelity), sep="\n")
             return

@@ -1,5 +1,5 @@
 """The replay policy's answers: which candidate it gives (trainer/policies/replay.py), the mix a
-gym's cost card is weighted to (harness/gymprofile.py), and how long an emulated response is.
+gym's cost card is weighted to (harness/gymcost.py), and how long an emulated response is.
 
 A roll in [0, 1) picks a known-good candidate below `skill`, a non-terminating one below
 `skill + timeout_rate`, and a known-bad one otherwise; a task without candidates of the kind a
