@@ -183,7 +183,7 @@ def test_hf_policy_names_a_bad_path():
 
 
 def test_make_policy_rejects_unknown_names():
-    with pytest.raises(ValueError, match="'replay', 'tiny', 'hf:PATH"):
+    with pytest.raises(ValueError, match="Installed policies: hf, replay, tiny, vllm; for example replay, tiny:"):
         make_policy("gpt", None, H100_QWEN3_4B)  # type: ignore[arg-type]
 
 

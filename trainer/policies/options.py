@@ -108,6 +108,19 @@ CHECKS: dict[str, Callable[[str, object], object]] = {
 ENGINE_OPTIONS = ("top_p", "stop", "ignore_eos", "dtype", "kv_cache_mb", "max_model_len")
 
 
+def location(rest: str, policy: str) -> tuple[str, str, str]:
+    """PATH, DEVICES and OPTIONS of an `hf:` or `vllm:` spec's REST: PATH[@DEVICES][:OPTIONS].
+    Options follow the last colon only if they read KEY=VALUE: a path or a device (cuda:0) may
+    hold a colon."""
+    if not rest:
+        raise ValueError(f"the {policy} policy needs a model directory: --policy {policy}:PATH")
+    where, sep, text = rest.rpartition(":")
+    if not (sep and "=" in text):
+        where, text = rest, ""
+    path, _, devices = where.partition("@")
+    return path, devices, text
+
+
 def torch_only(options: dict[str, object]) -> dict[str, object]:
     """The options of a `tiny` or `hf` policy, which has no vLLM engine to take the others."""
     engine = [name for name in options if name in ENGINE_OPTIONS]

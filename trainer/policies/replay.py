@@ -33,7 +33,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gyms import Candidate, Gym, Task
 from trainer.policies.base import Accelerator, Policy
@@ -42,6 +42,9 @@ from trainer.policies.profiles import HardwareProfile
 from trainer.rules.answers import SKILL, TIMEOUT_RATE, AnswerMix, response_tokens
 from trainer.rules.batching import call_seconds
 from trainer.types import Generation, Group, Request
+
+if TYPE_CHECKING:
+    from trainer.policies.registry import PolicyContext
 
 PLACEMENTS = {  # where the emulated accelerator stages run, in the words every output uses
     "colocated": "one accelerator pool time-shares generation and training, which never overlap; "
@@ -141,3 +144,10 @@ class ReplayPolicy(Policy):
 
     def describe(self) -> dict[str, str]:
         return {**super().describe(), "profile": self.profile.name, "skill": str(self.mix.skill)}
+
+
+def from_spec(rest: str, context: PolicyContext) -> ReplayPolicy:
+    """`replay`: the gym's own candidate answers, accelerator stages emulated (registry.py)."""
+    if rest:
+        raise ValueError(f"the replay policy takes no options (got replay:{rest}); its stage times come from --profile")
+    return ReplayPolicy(context.gym, context.profile, seed=context.seed, placement=context.placement or DEFAULT_PLACEMENT)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch.nn import functional as F
@@ -20,6 +20,9 @@ from trainer.losses import clip_stats, grpo_loss, ratio_and_weights
 from trainer.policies import options
 from trainer.policies.base import Policy
 from trainer.types import Generation, Group, Request
+
+if TYPE_CHECKING:
+    from trainer.policies.registry import PolicyContext
 
 
 class Tokenizer(Protocol):
@@ -324,3 +327,16 @@ def hf_policy(path: str, *, device: str = "cpu", seed: int = 0, max_len: int | N
         "hf", model, HFTokenizer(tok), logits=lambda m, ids: m(input_ids=ids).logits,
         max_len=limit, device=device, seed=seed, **options,
     )  # fmt: skip
+
+
+def tiny_from_spec(rest: str, context: PolicyContext) -> TorchPolicy:
+    """`tiny[:OPTIONS]` (registry.py)."""
+    context.on_real_hardware("tiny")
+    return tiny_policy(seed=context.seed, **options.torch_only(context.options(rest)))
+
+
+def hf_from_spec(rest: str, context: PolicyContext) -> TorchPolicy:
+    """`hf:PATH[@DEVICE][:OPTIONS]` (registry.py); the device defaults to cpu."""
+    context.on_real_hardware("hf")
+    path, device, text = options.location(rest, "hf")
+    return hf_policy(path, device=device or "cpu", seed=context.seed, **options.torch_only(context.options(text)))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -27,6 +27,9 @@ from trainer.policies import options
 from trainer.policies.torch_lm import HFTokenizer, TorchPolicy
 from trainer.policies.vllm_engine import EngineSettings, VllmEngine, check_device
 from trainer.types import Generation, Request
+
+if TYPE_CHECKING:
+    from trainer.policies.registry import PolicyContext
 
 
 class VllmPolicy(TorchPolicy):
@@ -161,3 +164,13 @@ class VllmPolicy(TorchPolicy):
             "weight_sync": "in place, reload_weights from the learner's tensors in this process",
             "one_version": "drain, then swap",
         }
+
+
+def from_spec(rest: str, context: PolicyContext) -> VllmPolicy:
+    """`vllm:PATH[@ENGINE_DEVICE[,LEARNER_DEVICE]][:OPTIONS]` (registry.py); one device (default
+    cpu) puts engine and learner together."""
+    context.on_real_hardware("vllm")
+    path, devices, text = options.location(rest, "vllm")
+    engine, _, learner = (devices or "cpu").partition(",")
+    return VllmPolicy(path, engine_device=engine, learner_device=learner or engine, seed=context.seed,
+                      **context.options(text))  # fmt: skip
