@@ -239,7 +239,8 @@ def _spans(file: Path) -> dict[str, list[Span]]:
     for n, line in enumerate(lines, 1):
         try:
             d = json.loads(line)
-            span = Span(str(d["resource"]), str(d["kind"]), float(d["start"]), float(d["end"]), int(d["step"]))
+            version = d["version"] if "version" in d else d["step"]  # "step" in runs before schema 2
+            span = Span(str(d["resource"]), str(d["kind"]), float(d["start"]), float(d["end"]), int(version))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise RunDirError(f"{file}:{n}: not a span ({exc})") from None
         spans.setdefault(str(d["mode"]), []).append(span)

@@ -158,8 +158,8 @@ def test_benchmark_runs_both_modes_on_the_real_engine(model_dir: Path, tmp_path:
         loads = [s for s in spans if s["mode"] == mode and s["kind"] == "weight_load"]
         drains = [s for s in spans if s["mode"] == mode and s["kind"] == "drain"]
         # Each load follows its drain; a version published during a drain is skipped for the newer one.
-        versions = [s["step"] for s in loads]
-        assert versions == [s["step"] for s in drains] == sorted(set(versions)) and versions[-1] == 3
+        versions = [s["version"] for s in loads]
+        assert versions == [s["version"] for s in drains] == sorted(set(versions)) and versions[-1] == 3
         assert sync["updates"] == len(loads) and all(d["end"] <= w["start"] + 1e-9 for d, w in zip(drains, loads))
         assert f"{mode}: weight sync" in result.output
     # Under sync nothing is pinned at an update: each version is loaded inside the trainer's update_weights.

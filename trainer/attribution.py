@@ -62,7 +62,7 @@ def chain(spans: Iterable[Span]) -> list[tuple[str, Span]]:
 
 def critical_group(groups: Iterable[Span], step: int, released: float, max_staleness: int) -> Span | None:
     """The `group` span put last at or before `released` among those step `step` may train on."""
-    fit = [g for g in groups if step - max_staleness <= g.step <= step and g.end <= released]
+    fit = [g for g in groups if step - max_staleness <= g.version <= step and g.end <= released]
     return max(fit, key=lambda g: (g.end, g.group or 0), default=None)
 
 
@@ -84,7 +84,7 @@ def split_waits(spans: Sequence[Span], steps: Sequence[int], max_staleness: int)
     """{"step": n, part: seconds, ...} for each of `steps`, from its train_wait span (the module
     docstring defines the parts); None when a step has no train_wait span (a simulated run's
     timeline holds aggregate spans only)."""
-    waits = {s.step: s for s in spans if s.resource == "trainer" and s.kind == "train_wait"}
+    waits = {s.version: s for s in spans if s.resource == "trainer" and s.kind == "train_wait"}
     if any(n not in waits for n in steps):
         return None
     groups = [s for s in spans if s.kind == "group"]

@@ -113,7 +113,7 @@ def _weight_sync(tl: Timeline, start: float, end: float, n: int, step_time: floa
         "weight_load_s_mean": statistics.fmean(s.duration for s in loads),
         "per_step_s": syncing,
         "share_of_step": syncing / max(step_time, 1e-9),
-        "versions_served": sorted({s.step for s in tl.select("rollout", "generate")}),  # a span's step is its version
+        "versions_served": sorted({s.version for s in tl.select("rollout", "generate")}),
     }
 
 
