@@ -4,9 +4,10 @@
 setup:
 	@bash scripts/setup.sh
 
-# Two test processes by default: the suite spends about half its time waiting on subprocesses
-# (simulators, checkers, servers), so a second one fills the idle core. A file stays on one
-# process (--dist loadfile), so its module fixtures start once. TEST_WORKERS=0 runs serially.
+# Two test processes by default: a serial run kept about one of two cores busy, so a second
+# process has a core to use. A file stays on one process (--dist loadfile), so its module
+# fixtures start once; files with a slow test go first (tests/conftest.py). TEST_WORKERS=0
+# runs serially.
 TEST_WORKERS ?= 2
 test: setup
 	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
