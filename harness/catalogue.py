@@ -53,17 +53,19 @@ class Metric:
         where = self._where(block, mode)
         return self.read(where) if self.read else where.get(self.key)
 
-    def shown(self, block: Mapping[str, Any], mode: str | None = None, unit: bool = True) -> str:
+    def shown(self, block: Mapping[str, Any], mode: str | None = None, seconds_unit: bool = True) -> str:
         """The figure's text in the views."""
-        return self.describe(self._where(block, mode)) if self.describe else self.text(self.value(block, mode), unit)
+        if self.describe:
+            return self.describe(self._where(block, mode))
+        return self.text(self.value(block, mode), seconds_unit)
 
     def _where(self, block: Mapping[str, Any], mode: str | None) -> Mapping[str, Any]:
         if self.scope == "mode":
             return ((block.get("modes") or {}).get(mode) or {}) if mode else block
         return (block.get("comparison") or {}) if self.scope == "comparison" else block
 
-    def text(self, value: Any, unit: bool = True) -> str:
-        """`value` as the views show it ('-' for none); `unit=False` leaves seconds bare (the
+    def text(self, value: Any, seconds_unit: bool = True) -> str:
+        """`value` as the views show it ('-' for none); `seconds_unit=False` leaves seconds bare (the
         console's label carries them)."""
         if value is None:
             return "-"
@@ -73,7 +75,7 @@ class Metric:
             return f"{value:.{self.digits}%}"
         if self.unit == "times":
             return f"{value:.{self.digits}f}x"
-        if self.unit == "s" and unit:
+        if self.unit == "s" and seconds_unit:
             return f"{value:.{self.digits}f} s"
         return f"{value:.{self.digits}f}"
 

@@ -62,7 +62,7 @@ def benchmark_table(summary: dict) -> Table:
             continue
         values = [metric.value(summary, mode) for mode in modes]
         label = f"{metric.label} (s)" if metric.unit == "s" else metric.label
-        cells = [metric.shown(summary, mode, unit=False) for mode in modes]
+        cells = [metric.shown(summary, mode, seconds_unit=False) for mode in modes]
         table.add_row(label, *cells, *_improvement(metric, values))
         if metric.key == "train_wait_mean" and all(m.get("wait_split") for m in modes.values()):
             for part in WAIT_PARTS:  # what the trainer waited on (trainer/attribution.py)
