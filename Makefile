@@ -6,11 +6,12 @@ setup:
 
 # Two test processes by default: a serial run kept about one of two cores busy, so a second
 # process has a core to use. A file stays on one process (--dist loadfile), so its module
-# fixtures start once; files with a slow test go first (tests/conftest.py). TEST_WORKERS=0
+# fixtures start once; files with a slow test go first (tests/conftest.py; xdist would
+# otherwise reorder files by their number of tests). TEST_WORKERS=0
 # runs serially.
 TEST_WORKERS ?= 2
 test: setup
-	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The heavy regime: the verilog gym's heavy suite (seconds of simulation per check), where the
 # gym is most of the synchronous trainer's wait; 5 steps of 2 x 4 keep it within 10 minutes on

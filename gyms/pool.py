@@ -227,6 +227,7 @@ class SlotPool(ABC, Generic[W]):
         self._lock = threading.Lock()
         self._closed = False
         self._retired: list[W] = []  # stopped workers whose work directories open episodes still hold
+        self._started = threading.Condition(self._lock)  # a slot's first worker is up, or the pool broke
         self._threads = [
             threading.Thread(target=self._serve, args=(slot,), name=f"gym-worker-{slot}", daemon=True)
             for slot in range(workers)
@@ -329,6 +330,7 @@ class SlotPool(ABC, Generic[W]):
                 continue
             with self._lock:
                 self.worker_nodes.append(WorkerNode(slot, node, time.monotonic()))
+                self._started.notify_all()
             self._jobs.place(slot, node)
             return worker, node
         if self._closed:
@@ -377,9 +379,25 @@ class SlotPool(ABC, Generic[W]):
         if not result.done:
             self._homes[episode] = (node, slot if episode.stays_on_worker else None)
 
+    def wait_started(self, timeout_s: float) -> None:
+        """Return once every slot's worker has started, so that a measurement that follows does
+        not pay worker start-up (Ray actors can take seconds each); GymPoolBroken if one cannot
+        start, TimeoutError after `timeout_s` (a bound for a broken machine only)."""
+        with self._lock:
+            started = self._started.wait_for(
+                lambda: self.broken is not None or len({w.slot for w in self.worker_nodes}) == self.workers, timeout_s
+            )
+            if self.broken is not None:
+                raise self.broken
+            if not started:
+                up = len({w.slot for w in self.worker_nodes})
+                raise TimeoutError(f"only {up} of {self.workers} gym workers started within {timeout_s:.0f} s")
+
     def _fail_all(self, exc: GymPoolBroken) -> None:
         """This slot cannot serve: fail its queue share, and every later call, with `exc`."""
-        self.broken = exc
+        with self._lock:
+            self.broken = exc
+            self._started.notify_all()
         while (job := self._jobs.take(None)) is not None:
             job.future.set_exception(exc)
 

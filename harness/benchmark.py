@@ -20,6 +20,9 @@ from trainer.policies.profiles import DEFAULT_PROFILE, HardwareProfile, load_pro
 from trainer.types import Fate
 
 
+WORKERS_START_S = 600.0  # a bound for a broken machine: a Ray actor or a worker process starts in seconds
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
     gym: str
@@ -136,6 +139,7 @@ def _measure(
     pool = executors.make_pool(spec.executor, w.name, w.options, spec.gym_workers, w.gym.step_timeout_s,
                                spec.ray_address, w.gym.answer_keys())  # fmt: skip
     with pool:
+        pool.wait_started(WORKERS_START_S)  # the first mode must not pay the workers' start-up
         w.block["gym_workers"] = pool.workers
         for r in range(spec.repeats):
             repeat: dict[str, Any] = {"repeat": r + 1, "order": list(mode_order(spec.modes, r)), "modes": {}}

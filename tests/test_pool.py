@@ -189,3 +189,9 @@ def test_close_episode_empties_the_worker_that_held_it():
         held = pool.step(opened[0].episode, "held").result.info["held"]
         assert held == sorted([opened[0].episode.key, opened[2].episode.key])
         assert pool.stats.calls == 5  # the close was no step
+
+
+def test_wait_started_returns_once_every_worker_is_up(gym):
+    with GymPool(workers=2, step_timeout_s=1.0) as pool:
+        pool.wait_started(60)
+        assert sorted({w.slot for w in pool.worker_nodes}) == [0, 1]

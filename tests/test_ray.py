@@ -197,6 +197,8 @@ def test_workers_that_cannot_start_break_the_pool_with_the_reason(cluster):
     gym = NodeGym()
     with RayGymPool("ray_gyms:NodeGym", {"tasks": "many"}, workers=1, address=cluster.address) as pool:
         with pytest.raises(GymPoolBroken, match="3 times in a row: .*invalid literal for int"):
+            pool.wait_started(300)  # what the benchmark waits for before it measures: no hang
+        with pytest.raises(GymPoolBroken, match="3 times in a row: .*invalid literal for int"):
             pool.step(gym.open(gym.tasks()[0]), "pass")
 
 
