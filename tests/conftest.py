@@ -31,7 +31,7 @@ def requires(available: bool, reason: str) -> pytest.MarkDecorator:
 
 
 def _verilog_tools() -> tuple[bool, bool]:
-    from gyms.verilog.toolchain import find_verilator, iverilog_version
+    from gyms.verilog.checks.toolchain import find_verilator, iverilog_version
 
     return iverilog_version() is not None, find_verilator() is not None
 

@@ -17,10 +17,10 @@ from test_verilog_timing import GLITCHES, LATE, glitching, ports_of
 from gyms.base import Outcome
 from gyms.sandbox import SandboxRun
 from gyms.verilog import VerilogGym
+from gyms.verilog.answers.candidates import answer
 from gyms.verilog.benches import make_bench
-from gyms.verilog.candidates import answer
+from gyms.verilog.benches.recorded import NoVerdict
 from gyms.verilog.episode import _log
-from gyms.verilog.recorded import NoVerdict
 from gyms.verilog.tasks import builtin_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
@@ -184,13 +184,13 @@ def test_links_and_fifos_planted_in_a_turn_directory_are_not_followed() -> None:
     passwd = Path("/etc/passwd").read_bytes()
     try:
         episode.turn = 1
-        job = episode._job(episode.settings)
+        bench = make_bench(gym.tasks()[0], episode.settings.bench)
+        job = episode._job(bench)
         # As if the sandboxed build had planted them before the host writes its logs.
         os.symlink(CANARY / "victim.txt", job.path / "build.log")
         os.mkfifo(job.path / "sim.log")
         os.symlink(CANARY / "victim.txt", job.path / "tb.sv")
         os.symlink("/etc/passwd", job.path / "outputs.txt")
-        bench = make_bench(gym.tasks()[0], episode.settings.bench)
         bench.prepare(job)
         for name in ("build.log", "sim.log"):
             _log(job, name, SandboxRun(0, "log", "", 0.0, 0.0, 0.0, None, False))

@@ -15,7 +15,7 @@ from conftest import needs_icarus
 from gyms.base import Outcome
 from gyms.pool import GymPool
 from gyms.verilog import VerilogGym
-from gyms.verilog.candidates import answer
+from gyms.verilog.answers.candidates import answer
 from gyms.verilog.tasks import builtin_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"

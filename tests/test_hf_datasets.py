@@ -1,5 +1,5 @@
 """Hugging Face datasets on disk (gyms/hf_datasets.py), and the Verilog loader that reads
-VerilogEval v2 from one (gyms/verilog/loaders/hf_dataset.py). Datasets are built here with the
+VerilogEval v2 from one (gyms/verilog/datasets/hf_dataset.py). Datasets are built here with the
 `datasets` library from the VerilogEval-format fixtures in tests/fixtures/verilog; no hub."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from conftest import needs_icarus
 from gyms.base import Outcome
 from gyms.hf_datasets import read_dataset
 from gyms.verilog import VerilogGym
-from gyms.verilog.candidates import answer
-from gyms.verilog.loaders.hf_dataset import hf_dataset_tasks
-from gyms.verilog.loaders.verilog_eval import verilog_eval_tasks
+from gyms.verilog.answers.candidates import answer
+from gyms.verilog.datasets.hf_dataset import hf_dataset_tasks
+from gyms.verilog.datasets.verilog_eval import verilog_eval_tasks
 
 VERILOG_EVAL = Path(__file__).parent / "fixtures" / "verilog" / "verilog_eval"
 SUFFIXES = ("prompt.txt", "ref.sv", "test.sv")

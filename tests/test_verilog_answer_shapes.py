@@ -9,7 +9,7 @@ from conftest import needs_icarus
 
 from gyms.base import Outcome
 from gyms.verilog import VerilogGym
-from gyms.verilog.extract import extract_verilog
+from gyms.verilog.checks.extract import extract_verilog
 from gyms.verilog.tasks import builtin_tasks
 
 ADDER = builtin_tasks()["verilog/arithmetic/adder8"].reference.strip()

@@ -19,7 +19,7 @@ from gyms.conformance import GARBAGE_ACTIONS, check_gym
 from gyms.sandbox import Sandbox
 from gyms.verilog import VerilogGym
 from gyms.verilog.tasks import builtin_tasks
-from gyms.verilog.toolchain import package_version
+from gyms.verilog.checks.toolchain import package_version
 
 
 def _sandbox_loads_libpython() -> bool:

@@ -12,14 +12,16 @@ from rtllm_shapes import write_designs
 
 from gyms.base import Outcome
 from gyms.sandbox import Limits, Sandbox
-from gyms.verilog import VerilogGym, testbench
-from gyms.verilog.benches import DESIGN, TESTBENCH_HEADING, VerilogEvalBench
-from gyms.verilog.candidates import answer
-from gyms.verilog.precheck import PortSpec
-from gyms.verilog.recorded import MAX_SHOWN, MISMATCH_HEADING
-from gyms.verilog.simulators import Job, make_simulator
+from gyms.verilog import VerilogGym
+from gyms.verilog.answers.candidates import answer
+from gyms.verilog.benches import testbench
+from gyms.verilog.benches.base import DESIGN, TESTBENCH_HEADING
+from gyms.verilog.benches.recorded import MAX_SHOWN, MISMATCH_HEADING
+from gyms.verilog.benches.vectors import make_vectors
+from gyms.verilog.benches.verilog_eval import VerilogEvalBench
+from gyms.verilog.checks.precheck import PortSpec
+from gyms.verilog.checks.simulators import Job, make_simulator
 from gyms.verilog.tasks import builtin_tasks
-from gyms.verilog.vectors import make_vectors
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
 VERILOG_EVAL = FIXTURES / "verilog_eval"
@@ -55,7 +57,8 @@ def test_replayed_feedback_leads_with_the_only_failing_output() -> None:
 def _as_shipped(design: str) -> tuple[VerilogEvalBench, object]:
     """The problem as VerilogEval ships it (its testbench beside the reference), simulated for real."""
     _, task = _gates7_task()
-    bench = VerilogEvalBench(VERILOG_EVAL, GATES7, tuple(PortSpec(*p) for p in task.metadata["ports"]))
+    ports = tuple(PortSpec(*p) for p in task.metadata["ports"])
+    bench = VerilogEvalBench(VERILOG_EVAL, GATES7, ports, task.reference or "", "icarus")
     sandbox = Sandbox()
     simulator = make_simulator("icarus")
     with sandbox.workdir() as workdir:

@@ -14,13 +14,13 @@ from conftest import needs_icarus, needs_verilator
 from gyms.base import Outcome
 from gyms.sandbox import Limits
 from gyms.verilog import VerilogGym
+from gyms.verilog.answers.candidates import answer
 from gyms.verilog.benches import make_bench
-from gyms.verilog.candidates import answer
-from gyms.verilog.extract import extract_verilog
-from gyms.verilog.precheck import PortSpec, precheck
+from gyms.verilog.benches.vectors import make_vectors
+from gyms.verilog.checks.extract import extract_verilog
+from gyms.verilog.checks.precheck import PortSpec, precheck
 from gyms.verilog.spec import MODULE
 from gyms.verilog.tasks import builtin_tasks
-from gyms.verilog.vectors import make_vectors
 
 ADDER = builtin_tasks()["verilog/arithmetic/adder8"]
 COUNTER = builtin_tasks()["verilog/sequential/counter_mod10"]
@@ -312,10 +312,11 @@ def test_a_design_build_cannot_write_the_compiler_cache() -> None:
     # What a design that ran code in its build ($c, a compiler bug) would try: the cache is
     # only readable there; the trusted warm-up alone writes it.
     gym = VerilogGym(simulator="verilator", tasks="adder8")
-    episode = gym.open(gym.tasks()[0])
+    task = gym.tasks()[0]
+    episode = gym.open(task)
     try:
         episode.turn = 1
-        job = episode._job(episode.settings)
+        job = episode._job(make_bench(task, episode.settings.bench))
         cache = job.env["CCACHE_DIR"]
         assert job.env["CCACHE_READONLY"] == "1" and not job.shared
         probe = job.run(["sh", "-c", f'touch "{cache}/poison" || mkdir "{cache}/0/poison"'], Limits())
@@ -388,9 +389,10 @@ def test_without_the_screen_a_forging_design_still_fails(gym: VerilogGym, extra:
     episode = gym.open(task)
     try:
         episode.turn = 1
-        job = episode._job(episode.settings)
+        bench = make_bench(task, episode.settings.bench)
+        job = episode._job(bench)
         code = WRONG_ADDER.replace("endmodule", extra + "\nendmodule")
-        verdict = episode._run(job, make_bench(task, episode.settings.bench), code, {}, "")
+        verdict = episode._run(job, bench, code, {}, "")
     finally:
         episode.close()
     assert verdict.outcome is Outcome.FAIL and verdict.reward < 1.0, verdict.feedback

@@ -15,15 +15,15 @@ from conftest import harness, needs_icarus
 
 from gyms.base import Outcome
 from gyms.verilog import VerilogGym
-from gyms.verilog.benches import BuiltinBench, BenchOptions
-from gyms.verilog.candidates import answer, task_mutants, vetted, vetted_mutants
+from gyms.verilog.answers.candidates import answer, task_mutants, vetted, vetted_mutants
+from gyms.verilog.answers.mutant_vetting import SCREEN_VECTORS
+from gyms.verilog.benches import BenchOptions, testbench
+from gyms.verilog.benches.builtin import BuiltinBench
+from gyms.verilog.benches.vectors import make_vectors
+from gyms.verilog.checks.precheck import PortSpec, precheck
 from gyms.verilog.gym import HEAVY_MARGIN
-from gyms.verilog.precheck import PortSpec, precheck
 from gyms.verilog.spec import CATEGORIES, MODULE
 from gyms.verilog.tasks import builtin_tasks, suite_tasks
-from gyms.verilog import testbench
-from gyms.verilog.vectors import make_vectors
-from gyms.verilog.mutant_vetting import SCREEN_VECTORS
 
 HEAVY = suite_tasks("heavy")
 SHORT = 2000  # cycles per check in these tests; the suite's own default is >= 100 000
@@ -77,10 +77,10 @@ def test_each_heavy_task_has_its_own_simulation_timeout() -> None:
 
 def test_vectors_and_the_stimulus_file_are_computed_once_per_task() -> None:
     design = HEAVY["verilog/heavy/muldiv32"]
-    options = BenchOptions(SHORT, 1, 0, False)
+    options = BenchOptions(SHORT, 1, 0, False, "icarus", "sv")
     first, second = BuiltinBench(design, options), BuiltinBench(design, options)
     assert first.vectors is second.vectors  # the golden model ran once for both
-    assert BuiltinBench(design, BenchOptions(SHORT, 1, 1, False)).vectors is not first.vectors
+    assert BuiltinBench(design, BenchOptions(SHORT, 1, 1, False, "icarus", "sv")).vectors is not first.vectors
     assert first.vectors == make_vectors(design, 0, SHORT, 1)
 
 
@@ -114,7 +114,7 @@ def test_whole_file_scoring_agrees_with_line_by_line_scoring() -> None:
 
 def test_the_vetted_mutants_match_the_heavy_references() -> None:
     recorded = vetted("heavy")
-    assert set(recorded["tasks"]) == set(HEAVY), "run: python -m gyms.verilog.mutant_vetting --suite heavy --write"
+    assert set(recorded["tasks"]) == set(HEAVY), "run: python -m gyms.verilog.answers.mutant_vetting --suite heavy --write"
     for task_id, design in HEAVY.items():
         entries = recorded["tasks"][task_id]
         current = {m.label: m.digest for m in task_mutants(design)}

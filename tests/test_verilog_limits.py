@@ -15,8 +15,8 @@ from conftest import busy_loops, needs_icarus, past_its_limit
 from gyms.base import Outcome, StepResult
 from gyms.pool import GymPool, StepCall
 from gyms.verilog import VerilogGym
-from gyms.verilog.candidates import answer
-from gyms.verilog.precheck import ELABORATE_MEMORY_MB
+from gyms.verilog.answers.candidates import answer
+from gyms.verilog.checks.precheck import ELABORATE_MEMORY_MB
 from gyms.verilog.tasks import builtin_tasks
 
 ADDER = builtin_tasks()["verilog/arithmetic/adder8"].reference

@@ -1,6 +1,6 @@
 """The VerilogEval v2 and RTLLM 2.0 loaders, on small fixture datasets written in their formats
 (tests/fixtures/verilog: original problems, not taken from either benchmark), and the vetting
-of a benchmark's own files when it loads (gyms/verilog/dataset_vetting.py)."""
+of a benchmark's own files when it loads (gyms/verilog/datasets/vetting.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from conftest import harness, needs_icarus, needs_verilator
 from gyms.base import Outcome, Task
 from gyms.conformance import check_gym
 from gyms.verilog import VerilogGym
-from gyms.verilog.candidates import answer
-from gyms.verilog.dataset_vetting import CACHE_ENV, VET_SIM_LIMIT_S
+from gyms.verilog.answers.candidates import answer
+from gyms.verilog.datasets import load_source
+from gyms.verilog.datasets.vetting import CACHE_ENV, VET_SIM_LIMIT_S
 from gyms.verilog.gym import COMPILE_TIMEOUT_S, DATASET_MARGIN, DATASET_SIM_FLOOR_S, step_timeout
-from gyms.verilog.loaders import load_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
 VERILOG_EVAL = f"verilog-eval:{FIXTURES / 'verilog_eval'}"

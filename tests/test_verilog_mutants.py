@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gyms.verilog.candidates import task_mutants, vetted, vetted_mutants
-from gyms.verilog.mutate import mutants, never_finishing, without_first_semicolon
-from gyms.verilog.precheck import PortSpec, precheck
+from gyms.verilog.answers.candidates import task_mutants, vetted, vetted_mutants
+from gyms.verilog.answers.mutate import mutants, never_finishing, without_first_semicolon
+from gyms.verilog.checks.precheck import PortSpec, precheck
 from gyms.verilog.spec import MODULE
 from gyms.verilog.tasks import builtin_tasks
 
@@ -59,12 +59,12 @@ def test_the_fixed_bad_designs_reach_the_stage_they_are_meant_for() -> None:
 
 def test_the_vetted_mutants_match_the_current_references() -> None:
     recorded = vetted()["tasks"]
-    assert set(recorded) == set(builtin_tasks()), "run: python -m gyms.verilog.mutant_vetting --write"
+    assert set(recorded) == set(builtin_tasks()), "run: python -m gyms.verilog.answers.mutant_vetting --write"
     for task_id, design in builtin_tasks().items():
         current = {m.label: m.digest for m in task_mutants(design)}
         for entry in recorded[task_id]:
             assert current.get(entry["label"]) == entry["digest"], (
-                f"{task_id}: {entry['label']} changed since it was vetted; run: python -m gyms.verilog.mutant_vetting --write"
+                f"{task_id}: {entry['label']} changed since it was vetted; run: python -m gyms.verilog.answers.mutant_vetting --write"
             )
             assert max(entry["rewards"]) <= vetted()["max_reward"]
         assert vetted_mutants(design), f"{task_id} has no vetted mutant"

@@ -17,12 +17,13 @@ from conftest import needs_icarus, needs_verilator
 from test_verilog_conformance import needs_cocotb
 
 from gyms.base import Outcome
-from gyms.verilog import VerilogGym, testbench
-from gyms.verilog.candidates import answer
-from gyms.verilog.precheck import PortSpec
+from gyms.verilog import VerilogGym
+from gyms.verilog.answers.candidates import answer
+from gyms.verilog.benches import testbench
+from gyms.verilog.benches.vectors import make_vectors
+from gyms.verilog.checks.precheck import PortSpec
 from gyms.verilog.spec import DesignTask
 from gyms.verilog.tasks import builtin_tasks
-from gyms.verilog.vectors import make_vectors
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog" / "verilog_eval"
 VERILOG_EVAL = f"verilog-eval:{FIXTURES}"

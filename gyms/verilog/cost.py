@@ -12,7 +12,7 @@ import argparse
 import statistics
 import time
 
-from gyms.verilog.candidates import answer
+from gyms.verilog.answers.candidates import answer
 from gyms.verilog.gym import VerilogGym
 
 CONFIGS = ("icarus/sv", "verilator/sv", "icarus/cocotb", "verilator/cocotb")

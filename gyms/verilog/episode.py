@@ -19,15 +19,15 @@ from gyms import hostfs
 from gyms.base import GYM_EXCEPTION, Episode, Outcome, Task, Verdict
 from gyms.resources import per_process
 from gyms.sandbox import Limits, Sandbox, SandboxRun, Workdir
-from gyms.verilog import cocotb_bench, replay
-from gyms.verilog.benches import DESIGN, Bench, BenchOptions, BuiltinBench, ReplayBench, VerilogEvalBench, make_bench
-from gyms.verilog.extract import MAX_SOURCE_CHARS, extract_verilog
-from gyms.verilog.precheck import precheck
-from gyms.verilog.prebuild import ensure_warm
-from gyms.verilog.recorded import NoVerdict, Score
-from gyms.verilog.simulators import Build, Job, make_simulator
-from gyms.verilog.testbench import WAVES
-from gyms.verilog.toolchain import build_env, ccache_dir, require_verilator
+from gyms.verilog.benches import Bench, BenchOptions, make_bench
+from gyms.verilog.benches.base import DESIGN, BenchRaised, NotStarted
+from gyms.verilog.benches.recorded import NoVerdict, Score
+from gyms.verilog.benches.testbench import WAVES
+from gyms.verilog.checks.extract import MAX_SOURCE_CHARS, extract_verilog
+from gyms.verilog.checks.prebuild import ensure_warm
+from gyms.verilog.checks.precheck import precheck
+from gyms.verilog.checks.simulators import Build, Job, make_simulator
+from gyms.verilog.checks.toolchain import build_env, ccache_dir, require_verilator
 from gyms.warm import WALL_PER_CPU
 
 FEEDBACK_CHARS = 2500  # compiler output beyond this is noise to the model
@@ -57,9 +57,7 @@ def build_limits(compile_timeout_s: float) -> Limits:
 class Settings:
     """The gym options an episode needs (plain values: they travel with the episode)."""
 
-    simulator: str  # "icarus" or "verilator"
-    testbench: str  # "sv" or "cocotb"
-    bench: BenchOptions
+    bench: BenchOptions  # the simulator and the testbench among them
     compile_timeout_s: float
     sim_timeout_s: float
     keep_artifacts: bool
@@ -69,8 +67,9 @@ class Settings:
     # (task id, seconds) the reference took to simulate, where measured (vetted benchmark tasks)
     reference_sim_s: tuple[tuple[str, float], ...] = ()
 
-
-_recordings: dict[tuple[str, str, str], replay.Recording] = {}  # per process: (testbench, simulator, cache)
+    @property
+    def simulator(self) -> str:
+        return self.bench.simulator
 
 
 def _sandbox() -> Sandbox:
@@ -104,18 +103,17 @@ class VerilogEpisode(Episode):
                          "code block.", {})  # fmt: skip
         if len(code) > MAX_SOURCE_CHARS:
             return _fail(f"The design is {len(code)} characters long; the limit is {MAX_SOURCE_CHARS}.", {})
-        if isinstance(bench, VerilogEvalBench):
-            bench = self._replayed(bench)
+        bench = bench.ready(self._trusted_run)
         started = time.monotonic()
         # Printing is refused where the verdict is printed text (forgeable benches).
         checked = precheck(code, bench.module, bench.expected_ports, not bench.forgeable, bench.reserved_modules)
         info: dict[str, Any] = {"stage": "precheck", "precheck_s": round(time.monotonic() - started, 4),
                                 "forgeable": bench.forgeable}  # fmt: skip
         if bench.forgeable:
-            info["forgeable_reason"] = getattr(bench, "forgeable_reason", "")
+            info["forgeable_reason"] = bench.forgeable_reason
         if not checked.ok:
             return _fail("Your design has errors:\n" + "\n".join(checked.errors) + retry, info)
-        job = self._job(s)
+        job = self._job(bench)
         info.update(workdir=str(job.workdir.path), turn_dir=str(job.path))
         try:
             return self._run(job, bench, code, info, retry)
@@ -127,28 +125,24 @@ class VerilogEpisode(Episode):
         s = self.settings
         job.write(DESIGN, code)
         build = bench.prepare(job)
-        if s.testbench == "cocotb":
-            if not isinstance(bench, BuiltinBench):
-                raise ValueError(f"task {self.task.id}: the cocotb testbench exists for built-in tasks only")
-            cocotb_bench.bench_files(bench.task, job, s.bench.waves, s.simulator)
-        built = self._build(job, build)
+        built = bench.build(job, build, self._build_limits())
         info.update(stage="build", build_s=round(built.wall_s, 3), build_log=str(_log(job, "build.log", built)))
         if not built.ok:
             return self._build_failed(built, info, retry)
-        ran = self._simulate(job, build)
+        ran = bench.simulate(job, build, self._sim_limits(bench))
         info.update(stage="simulate", sim_s=round(ran.wall_s, 3), sim_cpu_s=round(ran.cpu_s, 3),
                     sim_log=str(_log(job, "sim.log", ran)))
         if s.bench.waves and job.has_file(WAVES):
             info["waves"] = str(job.path / WAVES)
         score = bench.score(job, ran.stdout)
         if isinstance(score, NoVerdict):
-            return self._no_verdict(job, ran, score, info, retry)
+            return self._no_verdict(job, bench, ran, score, info, retry)
         info.update(checks_passed=score.passed, checks_total=score.total)
         return _scored(score, info, retry)
 
     # -- steps -----------------------------------------------------------------------------
 
-    def _job(self, s: Settings) -> Job:
+    def _job(self, bench: Bench) -> Job:
         sandbox = _sandbox()
         if self.workdir is None:
             self.workdir = sandbox.workdir(prefix="heavygym-verilog-")
@@ -156,10 +150,10 @@ class VerilogEpisode(Episode):
         # Made afresh: whatever a sandboxed run left under that name (a link, a FIFO) is removed,
         # never followed; owned by the sandbox uid, which writes its build there.
         hostfs.make_dir(self.workdir.path, subdir, self.workdir.uid)
-        env = self._env(sandbox, self.workdir.path / subdir / CCACHE_SCRATCH)
+        env = self._env(sandbox, self.workdir.path / subdir / CCACHE_SCRATCH, bench.flavour)
         return Job(sandbox, self.workdir, subdir, env)
 
-    def _env(self, sandbox: Sandbox, scratch: Path) -> dict[str, str]:
+    def _env(self, sandbox: Sandbox, scratch: Path, flavour: str) -> dict[str, str]:
         s = self.settings
         make_simulator(s.simulator)  # raises ToolMissing early
         if s.simulator != "verilator":
@@ -167,41 +161,21 @@ class VerilogEpisode(Episode):
         verilator = require_verilator()
         cache = ccache_dir(s.ccache_dir)
         if cache is not None:
-            flavour = "cocotb" if s.testbench == "cocotb" else "binary"
             ensure_warm(sandbox, cache, build_env(verilator, cache), flavour, verilator.version)
         # The design's build only reads the cache (it is not bound writable into the sandbox).
         return build_env(verilator, cache, scratch=scratch)
 
-    def _replayed(self, bench: VerilogEvalBench) -> Bench:
-        """The replayed form of a VerilogEval problem, or the problem as shipped where it cannot be."""
-        ports = bench.expected_ports
-        if not replay.replayable_ports(ports):
-            bench.forgeable_reason = "the reference's ports could not be read, or include an inout"
-            return bench
-        s = self.settings
-        version = require_verilator().version if s.simulator == "verilator" else "icarus"
-        key = (str(bench.test_file), s.simulator, str(replay.cache_dir()))
-        if key not in _recordings:
-            _recordings[key] = replay.record(bench.test_file.read_bytes(), bench.ref_file.read_bytes(),
-                                             self.task.reference or "", ports, f"{s.simulator}-{version}",
-                                             self._trusted_run)  # fmt: skip
-        made = _recordings[key]
-        if made.trace is None:
-            bench.forgeable_reason = made.reason
-            return bench
-        return ReplayBench(bench, made.trace)
-
-    def _trusted_run(self, files: dict[str, str | bytes], build: Build, read: str, limit: int) -> bytes | None:
-        """Our own files (the dataset's testbench and reference) built and run in a fresh sandbox."""
+    def _trusted_run(self, bench: Bench, files: dict[str, str | bytes], build: Build, read: str,
+                     limit: int) -> bytes | None:  # fmt: skip
+        """Our own files (a dataset's testbench and reference) run as `bench` runs them, in a fresh sandbox."""
         sandbox = _sandbox()
         with sandbox.workdir(prefix="heavygym-verilog-trace-") as workdir:
-            job = Job(sandbox, workdir, ".", self._env(sandbox, workdir.path / CCACHE_SCRATCH))
+            job = Job(sandbox, workdir, ".", self._env(sandbox, workdir.path / CCACHE_SCRATCH, bench.flavour))
             for name, data in files.items():
                 job.write(name, data)
-            simulator = make_simulator(self.settings.simulator)
-            if not simulator.build(job, build, self._build_limits()).ok:
+            if not bench.build(job, build, self._build_limits()).ok:
                 return None
-            simulator.simulate(job, build, [], self._sim_limits())
+            bench.simulate(job, build, self._sim_limits(bench))
             try:
                 return job.read(read, limit)
             except hostfs.UnsafePath:
@@ -214,27 +188,9 @@ class VerilogEpisode(Episode):
         s = self.settings
         return dict(s.sim_timeouts).get(self.task.id, s.sim_timeout_s)
 
-    def _sim_limits(self) -> Limits:
-        s = self.settings
-        return cpu_limits(
-            self._sim_timeout_s(),
-            memory_mb=None if s.testbench == "cocotb" else 2048,  # an embedded Python maps a lot
-            file_mb=512 if s.bench.waves else 64,
-        )
-
-    def _build(self, job: Job, build: Build) -> SandboxRun:
-        s = self.settings
-        limits = self._build_limits()
-        if s.testbench == "cocotb":
-            return cocotb_bench.build(job, s.simulator, build.waves, limits)
-        return make_simulator(s.simulator).build(job, build, limits)
-
-    def _simulate(self, job: Job, build: Build) -> SandboxRun:
-        s = self.settings
-        limits = self._sim_limits()
-        if s.testbench == "cocotb":
-            return cocotb_bench.simulate(job, s.simulator, build.waves, limits)
-        return make_simulator(s.simulator).simulate(job, build, [], limits)
+    def _sim_limits(self, bench: Bench) -> Limits:
+        return cpu_limits(self._sim_timeout_s(), memory_mb=bench.memory_mb,
+                          file_mb=512 if self.settings.bench.waves else 64)  # fmt: skip
 
     # -- verdicts --------------------------------------------------------------------------
 
@@ -249,7 +205,8 @@ class VerilogEpisode(Episode):
                            {**info, "error": _trim(log)})  # fmt: skip
         return _fail("The simulator could not compile your design:\n" + _compile_errors(log) + retry, info)
 
-    def _no_verdict(self, job: Job, ran: SandboxRun, missing: NoVerdict, info: dict[str, Any], retry: str) -> Verdict:
+    def _no_verdict(self, job: Job, bench: Bench, ran: SandboxRun, missing: NoVerdict, info: dict[str, Any],
+                    retry: str) -> Verdict:  # fmt: skip
         s = self.settings
         if ran.killed in ("timeout", "cpu-limit"):
             info["timed_out"] = True
@@ -266,32 +223,15 @@ class VerilogEpisode(Episode):
                 "combinational loop (a signal that depends on itself through always @* blocks or assigns)." + retry,
                 info,
             )
-        if s.testbench == "cocotb":
-            status = cocotb_bench.test_status(job)
-            if _cocotb_not_started(missing, ran):
-                return Verdict(0.0, Outcome.ERROR, "internal error: the cocotb test did not start",
-                               {**info, "error": _trim(ran.output)})  # fmt: skip
-            if _cocotb_raised(missing, status):
-                # Our test raised on this design (a port or value it did not expect): the answer's
-                # fail, since only the infrastructure makes an error, and the gym's bug on record.
-                info[GYM_EXCEPTION] = f"the cocotb test ended with {status}"
-                return _fail(f"The testbench could not check your design (its test ended with {status}); answer "
-                             f"with exactly the ports the task asks for.{retry}", info)  # fmt: skip
+        fault = bench.stopped(job, ran, missing)
+        if isinstance(fault, NotStarted):
+            return Verdict(0.0, Outcome.ERROR, f"internal error: {fault.reason}", {**info, "error": _trim(ran.output)})
+        if isinstance(fault, BenchRaised):
+            # The answer's fail, since only the infrastructure makes an error, and the gym's bug on record.
+            info[GYM_EXCEPTION] = fault.reason
+            return _fail(fault.feedback + retry, info)
         return _fail(f"The simulation ended before the testbench finished ({missing.reason}):\n" + _trim(ran.output)
                      + retry, info)  # fmt: skip
-
-
-def _cocotb_not_started(missing: NoVerdict, ran: SandboxRun) -> bool:
-    """cocotb's results file, not the printed log, says how our test ended. A test that never
-    started is a set-up fault, unless a resource limit stopped the simulator first."""
-    return not missing.started and not ran.killed and ran.returncode >= 0
-
-
-def _cocotb_raised(missing: NoVerdict, status: str | None) -> bool:
-    """Once the test had started (its output file exists), a simulation that stopped early (cocotb
-    records a SimFailure, or died before writing its results) is the design's doing, and so is
-    anything else short of a pass: our test raising on what the design did."""
-    return missing.started and status not in (None, "failed:SimFailure", "failed:CancelledError", "passed")
 
 
 def _fail(feedback: str, info: dict[str, Any]) -> Verdict:

@@ -22,7 +22,7 @@ Options (strings from the command line are accepted), all optional:
                    benchmark tasks one from their reference's time when it was vetted)
   ccache_dir       Verilator's compiler cache (default /var/tmp/heavygym-ccache; off to disable)
 
-A benchmark (`source=`) is vetted when it loads (`dataset_vetting.py`): each task's reference
+A benchmark (`source=`) is vetted when it loads (`datasets/vetting.py`): each task's reference
 runs once under its own testbench on this simulator (cached); tasks whose own files fail are
 left out of `tasks()` and listed by `excluded_tasks()` with the tool's message.
 """
@@ -37,26 +37,24 @@ from pathlib import Path
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.options import Options
-from gyms.verilog.benches import BenchOptions
-from gyms.verilog.candidates import builtin_candidates, loader_candidates
+from gyms.verilog.answers.candidates import builtin_candidates, loader_candidates
+from gyms.verilog.benches import TESTBENCHES, BenchOptions, replay
+from gyms.verilog.checks import toolchain
+from gyms.verilog.checks.precheck import ELABORATE_WALL_S
+from gyms.verilog.checks.simulators import SIMULATORS
+from gyms.verilog.checks.toolchain import ToolMissing, package_version, tool_checks
+from gyms.verilog.datasets import Loaded, load_source
+from gyms.verilog.datasets.vetting import Vetting, vet_references
 from gyms.verilog.episode import Settings, VerilogEpisode
-from gyms.verilog.dataset_vetting import Vetting, vet_references
-from gyms.verilog.loaders import Loaded, load_source
-from gyms.verilog.precheck import ELABORATE_WALL_S
-from gyms.verilog.simulators import SIMULATORS
 from gyms.verilog.spec import MODULE
-from gyms.verilog import replay, toolchain
 from gyms.verilog.tasks import SUITES, TASK_DIR, suite_tasks
-from gyms.verilog.toolchain import ToolMissing, package_version, tool_checks
 from gyms.warm import WALL_PER_CPU
 
 SPLITS = ("train",)
-TESTBENCHES = ("sv", "cocotb")
 # Per-step allowances, measured on 2 cores (docs/gyms/verilog.md): generous, so that a correct
-# design never times out on a loaded machine, yet a hung simulation ends within seconds.
+# design never times out on a loaded machine, yet a hung simulation ends within seconds. Each
+# bench's simulation allowances are its `timing` (`benches/base.py`).
 COMPILE_TIMEOUT_S = {"icarus": 10.0, "verilator": 30.0}
-SIM_BASE_S = {"sv": 2.0, "cocotb": 5.0}  # cocotb: start-up of the embedded Python (~0.2 s idle)
-SIM_PER_VECTOR_S = {"sv": 0.0005, "cocotb": 0.001}  # measured ~4 us (sv) and ~40 us (cocotb) per vector
 # Heavy tasks (10^5+ cycles at 5-110 us each on Icarus) get a timeout of their own instead of the
 # gym-wide 0.5 ms per vector: that allowance would give every heavy task ~100 s, and a hung
 # design (the replay policy's 2% of steps) would then cost 100 s per step. Their allowance is
@@ -82,12 +80,6 @@ def step_timeout(compile_timeout_s: float, sim_timeout_s: float) -> float:
     """The longest a step may take: the pre-check's, the build's and the simulation's wall-clock
     backstops (their limits are CPU time, `episode.cpu_limits`), and the slack."""
     return ELABORATE_WALL_S + (compile_timeout_s + sim_timeout_s) * WALL_PER_CPU + STEP_SLACK_S
-
-# The conformance check's hangs (`with_short_time_limits`) need a limit only long enough for the
-# simulator to start and reach the loop, which `never_finishing` puts at time 0: Icarus and a
-# Verilator binary start in well under 0.1 s idle, cocotb's embedded Python in ~0.2 s. A design
-# that finished in that time would still be seen to finish (the check then fails).
-SHORT_SIM_TIMEOUT_S = {"sv": 0.5, "cocotb": 2.0}
 
 
 _OPTIONS = Options("verilog")
@@ -122,9 +114,10 @@ class VerilogGym(Gym):
                 "loads tasks from a benchmark: use source=builtin with it, or leave suite out"
             )
         self.simulator = _OPTIONS.choice("simulator", simulator, SIMULATORS)
-        self.testbench = _OPTIONS.choice("testbench", testbench, TESTBENCHES)
-        if self.testbench == "cocotb" and self.source != "builtin":
-            raise ValueError("testbench=cocotb works with the built-in tasks only (source=builtin)")
+        self.testbench = _OPTIONS.choice("testbench", testbench, tuple(TESTBENCHES))
+        self._bench = TESTBENCHES[self.testbench]  # the built-in tasks' bench (class)
+        if self._bench.builtin_only and self.source != "builtin":
+            raise ValueError(f"testbench={self.testbench} works with the built-in tasks only (source=builtin)")
         self.vectors = None if vectors in (None, "") else _OPTIONS.whole("vectors", vectors, 1)
         self.sequences = _OPTIONS.whole("sequences", sequences, 1)
         self.seed = _OPTIONS.whole("seed", seed, 0)
@@ -158,9 +151,7 @@ class VerilogGym(Gym):
     @property
     def settings(self) -> Settings:
         return Settings(
-            simulator=self.simulator,
-            testbench=self.testbench,
-            bench=BenchOptions(self.vectors, self.sequences, self.seed, self.waves),
+            bench=BenchOptions(self.vectors, self.sequences, self.seed, self.waves, self.simulator, self.testbench),
             compile_timeout_s=self.compile_timeout_s,
             sim_timeout_s=self.sim_timeout_s,
             sim_timeouts=tuple(sorted(self.sim_timeouts.items())),
@@ -223,7 +214,7 @@ class VerilogGym(Gym):
 
     def with_short_time_limits(self) -> VerilogGym:
         short = copy.copy(self)  # the tasks, loaded and vetted once, are shared
-        short.sim_timeout_s = SHORT_SIM_TIMEOUT_S[self.testbench]
+        short.sim_timeout_s = self._bench.timing.short_s
         short.sim_timeouts = {}
         short.step_timeout_s = step_timeout(self.compile_timeout_s, short.sim_timeout_s)
         return short
@@ -237,7 +228,7 @@ class VerilogGym(Gym):
         return keys
 
     def tools(self) -> list[ToolCheck]:
-        return tool_checks(self.simulator, self.testbench)
+        return tool_checks(self.simulator, self._bench.package)
 
     def describe(self) -> dict[str, str]:
         described = super().describe()
@@ -250,8 +241,9 @@ class VerilogGym(Gym):
         # text printed inside the sandbox (forgeable by a design that escaped the screen).
         described["forgeable"] = {"builtin": "no", "verilog-eval": "only problems whose replay fails"}.get(
             self.source.partition(":")[0], "yes")
-        if self.testbench == "cocotb":
-            described["cocotb"] = package_version("cocotb") or "missing"
+        package = self._bench.package
+        if package is not None:
+            described[package] = package_version(package) or "missing"
         return described
 
     def _default_sim_timeout(self) -> float:
@@ -263,7 +255,8 @@ class VerilogGym(Gym):
         if all(t.cycle_cost_us is not None for t in tasks):
             return max(self.sim_timeouts.values())  # the step timeout covers the longest
         longest = max((self.vectors or t.vectors) * self.sequences for t in tasks)
-        return SIM_BASE_S[self.testbench] + longest * SIM_PER_VECTOR_S[self.testbench]
+        timing = self._bench.timing
+        return timing.base_s + longest * timing.per_vector_s
 
     def _task_sim_timeouts(self) -> dict[str, float]:
         """The simulation timeout of each task with a measured cost: the heavy suite's (per cycle)
@@ -272,14 +265,13 @@ class VerilogGym(Gym):
             return {task_id: max(DATASET_SIM_FLOOR_S, round(DATASET_MARGIN * seconds, 1))
                     for task_id, seconds in self._reference_sim_s().items()}  # fmt: skip
         found = {}
+        timing = self._bench.timing
         for t in suite_tasks(self.suite).values():
             if t.cycle_cost_us is None:
                 continue
-            per_vector = HEAVY_MARGIN * t.cycle_cost_us * 1e-6
-            if self.testbench == "cocotb":
-                per_vector += SIM_PER_VECTOR_S["cocotb"]  # cocotb's own cost per vector, on top
+            per_vector = HEAVY_MARGIN * t.cycle_cost_us * 1e-6 + timing.own_per_vector_s  # the bench's own, on top
             count = (self.vectors or t.vectors) * self.sequences
-            found[t.id] = round(SIM_BASE_S[self.testbench] + count * per_vector, 1)
+            found[t.id] = round(timing.base_s + count * per_vector, 1)
         return found
 
     def _reference_sim_s(self) -> dict[str, float]:

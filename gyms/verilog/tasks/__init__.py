@@ -6,7 +6,7 @@
   costs what real hardware verification costs (seconds of simulation).
 
 To add a task, append a `DesignTask` to the `TASKS` list of its module (see
-docs/gyms/verilog.md), then run `python -m gyms.verilog.mutant_vetting --write` (`--suite heavy` for the
+docs/gyms/verilog.md), then run `python -m gyms.verilog.answers.mutant_vetting --write` (`--suite heavy` for the
 heavy suite) to choose its mutants.
 """
 

@@ -1,4 +1,5 @@
-"""Build and run a design under cocotb 2.x on Icarus or Verilator, in the sandbox.
+"""The cocotb bench: a built-in task's stimulus driven from Python through cocotb 2.x, on
+Icarus or Verilator, in the sandbox.
 
 We call the simulators directly, the way cocotb's own runner does (`cocotb_tools.runner`),
 rather than through it: the runner would need a Python process of its own in the sandbox,
@@ -20,17 +21,68 @@ from types import ModuleType
 
 from gyms import hostfs
 from gyms.sandbox import Limits, SandboxRun
-from gyms.verilog.recorded import OUTPUTS
-from gyms.verilog.simulators import TIMESCALE, Job, build_jobs
+from gyms.verilog.benches.base import DESIGN, BenchRaised, NotStarted, SimTiming
+from gyms.verilog.benches.builtin import BuiltinBench
+from gyms.verilog.benches.recorded import OUTPUTS, NoVerdict
+from gyms.verilog.benches.testbench import STIMULUS, WAVES
+from gyms.verilog.checks.simulators import TIMESCALE, Build, Job, build_jobs
+from gyms.verilog.checks.toolchain import ToolMissing, require_iverilog, require_verilator
 from gyms.verilog.spec import MODULE, DesignTask
-from gyms.verilog.testbench import STIMULUS, WAVES
-from gyms.verilog.toolchain import ToolMissing, require_iverilog, require_verilator
 
 TEST_MODULE = "heavygym_cocotb_vectors"
 TEST_NAME = "vectors"  # the one test in cocotb_vectors.py
 DUMP_MODULE = "heavygym_dump"
 RESULTS = "results.xml"
 MAX_RESULTS_BYTES = 64 * 1024
+# The start-up of the embedded Python (~0.2 s idle) and ~40 us per vector, measured; its hangs
+# need the embedded Python to start before they reach their loop.
+COCOTB_TIMING = SimTiming(base_s=5.0, per_vector_s=0.001, own_per_vector_s=0.001, short_s=2.0)
+
+
+class CocotbBench(BuiltinBench):
+    """A built-in task under cocotb: the same stimulus, timing and recorded outputs as the SV
+    testbench, so the same scoring; its own build, run, and reading of how its test ended."""
+
+    flavour = "cocotb"
+    memory_mb = None  # an embedded Python maps a lot
+    timing = COCOTB_TIMING
+    builtin_only = True
+    package = "cocotb"
+
+    def prepare(self, job: Job) -> Build:
+        self.write_stimulus(job)
+        bench_files(self.task, job, self.options.waves, self.simulator)
+        return Build([DESIGN], MODULE, self.options.waves)  # what build_cocotb reads: the waves flag
+
+    def build(self, job: Job, build: Build, limits: Limits) -> SandboxRun:
+        return build_cocotb(job, self.simulator, build.waves, limits)
+
+    def simulate(self, job: Job, build: Build, limits: Limits) -> SandboxRun:
+        return simulate_cocotb(job, self.simulator, build.waves, limits)
+
+    def stopped(self, job: Job, ran: SandboxRun, missing: NoVerdict) -> NotStarted | BenchRaised | None:
+        status = test_status(job)
+        if _not_started(missing, ran):
+            return NotStarted("the cocotb test did not start")
+        if _raised(missing, status):
+            # Our test raised on this design (a port or value it did not expect).
+            return BenchRaised(f"the cocotb test ended with {status}",
+                               f"The testbench could not check your design (its test ended with {status}); answer "
+                               "with exactly the ports the task asks for.")  # fmt: skip
+        return None
+
+
+def _not_started(missing: NoVerdict, ran: SandboxRun) -> bool:
+    """cocotb's results file, not the printed log, says how our test ended. A test that never
+    started is a set-up fault, unless a resource limit stopped the simulator first."""
+    return not missing.started and not ran.killed and ran.returncode >= 0
+
+
+def _raised(missing: NoVerdict, status: str | None) -> bool:
+    """Once the test had started (its output file exists), a simulation that stopped early (cocotb
+    records a SimFailure, or died before writing its results) is the design's doing, and so is
+    anything else short of a pass: our test raising on what the design did."""
+    return missing.started and status not in (None, "failed:SimFailure", "failed:CancelledError", "passed")
 
 
 def _config() -> tuple[ModuleType, ModuleType]:
@@ -84,7 +136,7 @@ def _env() -> dict[str, str]:
     }
 
 
-def build(job: Job, simulator: str, waves: bool, limits: Limits) -> SandboxRun:
+def build_cocotb(job: Job, simulator: str, waves: bool, limits: Limits) -> SandboxRun:
     if simulator == "icarus":
         require_iverilog()
         dump = ["-s", DUMP_MODULE, f"{DUMP_MODULE}.v"] if waves else []
@@ -103,7 +155,7 @@ def build(job: Job, simulator: str, waves: bool, limits: Limits) -> SandboxRun:
     return job.run(argv, limits)
 
 
-def simulate(job: Job, simulator: str, waves: bool, limits: Limits) -> SandboxRun:
+def simulate_cocotb(job: Job, simulator: str, waves: bool, limits: Limits) -> SandboxRun:
     env: Mapping[str, str] = _env()
     if simulator == "icarus":
         config, _ = _config()

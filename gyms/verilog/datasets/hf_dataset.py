@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from gyms import cache
 from gyms.hf_datasets import columns_error, read_dataset
-from gyms.verilog.loaders.common import Loaded
-from gyms.verilog.loaders.verilog_eval import verilog_eval_tasks
+from gyms.verilog.datasets.common import Loaded
+from gyms.verilog.datasets.verilog_eval import verilog_eval_tasks
 
 COLUMNS = ("problem_id", "prompt", "ref", "test")
 _NEEDED = "text columns problem_id, prompt, ref and test (VerilogEval v2 spec-to-RTL)"

@@ -6,7 +6,7 @@ The last two say what they exercise (`Candidate.stage`, matched against the epis
 design); the hang must reach the simulation and be stopped there by the time limit.
 
 A mutant is only offered as a known-bad answer if it was seen to fail. `vetted_mutants.json`
-(written by `python -m gyms.verilog.mutant_vetting --write`) lists, per task, mutants that failed with
+(written by `python -m gyms.verilog.answers.mutant_vetting --write`) lists, per task, mutants that failed with
 reward <= 0.9 under every vetted seed at the task's default vector count; the vectors of a
 longer run start with those of a shorter one, so they fail with more vectors too. Under any
 other seed or a shorter run, each offered mutant is simulated once here first.
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from gyms.base import Candidate, Outcome, Task
+from gyms.verilog.answers.mutate import Mutant, mutants, never_finishing, without_first_semicolon
+from gyms.verilog.checks.precheck import PortSpec
 from gyms.verilog.episode import Settings, VerilogEpisode
-from gyms.verilog.mutate import Mutant, mutants, never_finishing, without_first_semicolon
-from gyms.verilog.precheck import PortSpec
 from gyms.verilog.spec import MODULE, DesignTask
 from gyms.verilog.tasks import design_task, suite_of
 

@@ -26,6 +26,8 @@ VERILATOR_HINT = (
 )
 IVERILOG_HINT = "apt-get install iverilog (Icarus Verilog 11 or newer)"
 PYSLANG_HINT = "pip install pyslang==12.1.0"
+# How to install a Python package a bench runs in the simulator (`Bench.package`).
+PACKAGE_HINTS = {"cocotb": "pip install cocotb==2.1.0"}
 CCACHE_HINT = "apt-get install ccache (Verilator builds take ~6 s each without it instead of ~1.5 s)"
 
 
@@ -122,8 +124,9 @@ def require_verilator() -> Verilator:
     return found
 
 
-def tool_checks(simulator: str, testbench: str) -> list[ToolCheck]:
-    """The tools a configuration uses (the chosen simulator first), with install hints."""
+def tool_checks(simulator: str, package: str | None = None) -> list[ToolCheck]:
+    """The tools a configuration uses (the chosen simulator first), with install hints; `package`
+    is the Python package its bench runs in the simulator (`Bench.package`), if any."""
     ivl = iverilog_version()
     vl = find_verilator()
     checks = {
@@ -136,9 +139,9 @@ def tool_checks(simulator: str, testbench: str) -> list[ToolCheck]:
     if simulator == "verilator":
         cc = ccache_path()
         found.append(ToolCheck("ccache", cc is not None, _ccache_version() if cc else "", CCACHE_HINT))
-    if testbench == "cocotb":
-        coco = package_version("cocotb")
-        found.append(ToolCheck("cocotb", coco is not None, coco or "", "pip install cocotb==2.1.0"))
+    if package is not None:
+        version = package_version(package)
+        found.append(ToolCheck(package, version is not None, version or "", PACKAGE_HINTS[package]))
     return found
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gyms.limited import LimitExceeded, call_limited
-from gyms.verilog.screen import screen
-from gyms.verilog.toolchain import PYSLANG_HINT, ToolMissing
+from gyms.verilog.checks.screen import screen
+from gyms.verilog.checks.toolchain import PYSLANG_HINT, ToolMissing
 
 try:
     import pyslang

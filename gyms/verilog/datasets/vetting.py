@@ -15,7 +15,7 @@ edited file or another simulator version is vetted afresh. One JSON file per key
 `~/.cache/heavygym/verilog-vetting` (mode 700). A cache that cannot be read or written costs
 only the runs: the load vets without it and says so once.
 
-(Not `mutant_vetting.py`, which vets the built-in tasks' mutants.)
+(Not `answers/mutant_vetting.py`, which vets the built-in tasks' mutants.)
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ from pathlib import Path
 from gyms import cache
 from gyms.base import Task
 from gyms.sandbox import Limits, Sandbox, SandboxError, SandboxRun
-from gyms.verilog.benches import DESIGN, Bench, BenchOptions, make_bench
+from gyms.verilog.benches import Bench, BenchOptions, make_bench
+from gyms.verilog.benches.base import DESIGN
+from gyms.verilog.benches.recorded import NoVerdict
+from gyms.verilog.checks.prebuild import ensure_warm
+from gyms.verilog.checks.simulators import Job, make_simulator
+from gyms.verilog.checks.toolchain import ToolMissing, build_env, ccache_dir, iverilog_version, require_verilator
 from gyms.verilog.episode import build_limits
-from gyms.verilog.prebuild import ensure_warm
-from gyms.verilog.recorded import NoVerdict
-from gyms.verilog.simulators import Job, make_simulator
-from gyms.verilog.toolchain import ToolMissing, build_env, ccache_dir, iverilog_version, require_verilator
 
 FORMAT = 1  # bump when what a vetting run does changes: older results are then ignored
 CACHE_ENV = "HEAVYGYM_VETTING_CACHE"
@@ -47,7 +48,6 @@ CACHE_ENV = "HEAVYGYM_VETTING_CACHE"
 # (VerilogEval and RTLLM run in well under a second); a testbench without $finish hits it.
 VET_SIM_LIMIT_S = 60.0
 PROGRESS_EVERY_S = 5.0
-BENCH = BenchOptions(None, 1, 0, False)  # the loaders' benches use none of these
 MESSAGE_CHARS = 1500
 
 
@@ -82,11 +82,12 @@ def vet_references(
         return found
     say(f"verilog: vetting {len(todo)} benchmark references on {simulator} ({len(found)} cached in {folder})")
     run = _Runner(simulator, compile_timeout_s, ccache)
+    options = BenchOptions(None, 1, 0, False, simulator, "sv")  # the vectors and seed: the loaders' benches use none
     started = time.monotonic()
     cache_ok = True
     with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
         # Benches are made here: making one registers paths to hide, which the threads read.
-        pending: dict[Future[Vetting], Task] = {pool.submit(run, t, make_bench(t, BENCH)): t for t in todo}
+        pending: dict[Future[Vetting], Task] = {pool.submit(run, t, make_bench(t, options)): t for t in todo}
         last = started
         while pending:
             done, _ = wait(pending, timeout=PROGRESS_EVERY_S, return_when=FIRST_COMPLETED)
@@ -127,15 +128,15 @@ class _Runner:
             return Vetting(False, f"internal error while vetting: {exc}", 0.0, internal=True)
 
     def _vet(self, task: Task, bench: Bench) -> Vetting:
-        simulator = make_simulator(self.simulator)
+        make_simulator(self.simulator)  # raises ToolMissing before any work
         with self.sandbox.workdir(prefix="heavygym-verilog-vetting-") as workdir:
-            job = Job(self.sandbox, workdir, ".", self._env(workdir.path / ".ccache-tmp"))
+            job = Job(self.sandbox, workdir, ".", self._env(workdir.path / ".ccache-tmp", bench.flavour))
             build = bench.prepare(job)
             job.write(DESIGN, task.reference or "")
-            built = simulator.build(job, build, self.build_limits)
+            built = bench.build(job, build, self.build_limits)
             if not built.ok:
                 return self._build_failed(built)
-            ran = simulator.simulate(job, build, [], self.sim_limits)
+            ran = bench.simulate(job, build, self.sim_limits)
             if ran.killed in ("timeout", "cpu-limit"):
                 return _bad(f"the testbench did not finish within {VET_SIM_LIMIT_S:g} s with the reference")
             score = bench.score(job, ran.stdout)
@@ -146,14 +147,14 @@ class _Runner:
             return _bad(f"the reference fails its own testbench ({score.passed} of {score.total} checks):\n{shown}")
         return Vetting(True, "", round(ran.wall_s, 4))
 
-    def _env(self, scratch: Path) -> dict[str, str]:
+    def _env(self, scratch: Path, flavour: str) -> dict[str, str]:
         """Verilator's build environment, as an episode's: the compiler cache read-only."""
         if self.simulator != "verilator":
             return {}
         verilator = require_verilator()
         cache = ccache_dir(self.ccache)
         if cache is not None:
-            ensure_warm(self.sandbox, cache, build_env(verilator, cache), "binary", verilator.version)
+            ensure_warm(self.sandbox, cache, build_env(verilator, cache), flavour, verilator.version)
         return build_env(verilator, cache, scratch=scratch)
 
     def _build_failed(self, built: SandboxRun) -> Vetting:

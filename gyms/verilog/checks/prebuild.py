@@ -14,8 +14,8 @@ from pathlib import Path
 
 from gyms import hostfs
 from gyms.sandbox import Limits, Sandbox
-from gyms.verilog import cocotb_bench
-from gyms.verilog.simulators import Build, Job, VerilatorSim
+from gyms.verilog.benches.cocotb_bench import build_cocotb
+from gyms.verilog.checks.simulators import Build, Job, VerilatorSim
 
 WARM_TIMEOUT_S = 180.0
 _DESIGN = "module TopModule (input clk, input [3:0] a, output reg [3:0] q);\n" \
@@ -49,7 +49,7 @@ def ensure_warm(sandbox: Sandbox, cache: Path, env: dict[str, str], flavour: str
             hostfs.write_file(workdir.path, "design.sv", _DESIGN)
             job = Job(sandbox, workdir, ".", env, [cache])
             if flavour == "cocotb":
-                result = cocotb_bench.build(job, "verilator", False, limits)
+                result = build_cocotb(job, "verilator", False, limits)
             else:
                 hostfs.write_file(workdir.path, "tb.sv", _TB)
                 result = VerilatorSim().build(job, Build(["design.sv", "tb.sv"], "warm_tb"), limits)

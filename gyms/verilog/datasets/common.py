@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from gyms.base import Task
-from gyms.verilog.precheck import precheck, require_pyslang
+from gyms.verilog.checks.precheck import precheck, require_pyslang
 
 try:
     from pyslang import parsing, syntax

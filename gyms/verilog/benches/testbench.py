@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gyms.verilog import recorded
-from gyms.verilog.recorded import OUTPUTS, NoVerdict, Score
+from gyms.verilog.benches import recorded
+from gyms.verilog.benches.recorded import OUTPUTS, NoVerdict, Score
+from gyms.verilog.benches.vectors import Vectors, bits, hex_lines
 from gyms.verilog.spec import MODULE, DesignTask
-from gyms.verilog.vectors import Vectors, bits, hex_lines
 
 TB_TOP = "heavygym_tb"
 STIMULUS = "stim.hex"

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from gyms.base import Task
-from gyms.verilog.loaders.common import Loaded, instruction, reference_ports
+from gyms.verilog.datasets.common import Loaded, instruction, reference_ports
 
 MODULE = "TopModule"
 REF_MODULE = "RefModule"

@@ -2,19 +2,20 @@
 `source=hf-verilog:PATH` (VerilogEval v2 saved as a Hugging Face dataset).
 
 The data is not shipped (licences, size): point the gym at a local copy. Each loader turns a
-problem into a `Task` whose metadata names its files; the episode copies them into its own
-work directory and runs them with this gym's simulator backends. A loader returns a `Loaded`:
-the tasks, and every problem it found but could not make a task, with the reason.
+problem into a `Task` whose metadata names its files; its bench (`benches/verilog_eval.py`,
+`benches/rtllm.py`) copies into a run what the run needs. A loader returns a `Loaded`: the
+tasks, and every problem it found but could not make a task, with the reason. `vetting.py`
+runs each task's reference under its own testbench when the benchmark loads.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gyms.verilog.loaders.common import Loaded
-from gyms.verilog.loaders.hf_dataset import hf_dataset_tasks
-from gyms.verilog.loaders.rtllm import rtllm_tasks
-from gyms.verilog.loaders.verilog_eval import verilog_eval_tasks
+from gyms.verilog.datasets.common import Loaded
+from gyms.verilog.datasets.hf_dataset import hf_dataset_tasks
+from gyms.verilog.datasets.rtllm import rtllm_tasks
+from gyms.verilog.datasets.verilog_eval import verilog_eval_tasks
 
 LOADERS = {"verilog-eval": verilog_eval_tasks, "rtllm": rtllm_tasks, "hf-verilog": hf_dataset_tasks}
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
-from gyms.verilog.precheck import PortSpec, require_pyslang
+from gyms.verilog.checks.precheck import PortSpec, require_pyslang
 
 try:
     import pyslang

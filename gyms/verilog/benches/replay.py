@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gyms import cache
-from gyms.verilog import recorded
-from gyms.verilog.precheck import PortSpec
-from gyms.verilog.recorded import OUTPUTS, NoVerdict, Score
-from gyms.verilog.simulators import Build
+from gyms.verilog.benches import recorded
+from gyms.verilog.benches.recorded import OUTPUTS, NoVerdict, Score
+from gyms.verilog.checks.precheck import PortSpec
+from gyms.verilog.checks.simulators import Build
 
 FORMAT = 4  # bump when the recorder or the replay bench changes: old traces are then ignored
 TRACE = "trace.txt"

@@ -1,4 +1,4 @@
-"""Choose the mutants that the gym offers as known-bad answers: `python -m gyms.verilog.mutant_vetting --write`.
+"""Choose the mutants that the gym offers as known-bad answers: `python -m gyms.verilog.answers.mutant_vetting --write`.
 
 Every mutant of every built-in task is simulated (Icarus, SystemVerilog testbench, each task's
 default vector count) under each vetted seed. A mutant is kept when it compiles, finishes,
@@ -23,11 +23,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
 from gyms.base import Task
-from gyms.verilog.benches import BenchOptions
-from gyms.verilog.candidates import VETTED_FILES, answer, task_mutants
+from gyms.verilog.answers.candidates import VETTED_FILES, answer, task_mutants
+from gyms.verilog.answers.mutate import OPERATORS, Mutant
 from gyms.verilog.episode import VerilogEpisode
 from gyms.verilog.gym import VerilogGym
-from gyms.verilog.mutate import OPERATORS, Mutant
 from gyms.verilog.tasks import SUITES, builtin_tasks, suite_tasks
 
 SEEDS = (0, 1, 2)
@@ -44,7 +43,8 @@ class Trial:
 
 
 def _trial(task: Task, mutant: Mutant, seed: int, gym: VerilogGym) -> Trial:
-    settings = replace(gym.settings, bench=BenchOptions(gym.vectors, 1, seed, False))  # None: the task's own
+    settings = gym.settings  # its vectors: None for each task's own
+    settings = replace(settings, bench=replace(settings.bench, sequences=1, seed=seed, waves=False))
     episode = VerilogEpisode(task, 1, settings)
     try:
         result = episode.step(answer(mutant.text))

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from gyms.base import Task
-from gyms.verilog.loaders.common import Loaded, instruction, module_instances, reference_ports, rename_module
+from gyms.verilog.datasets.common import Loaded, instruction, module_instances, reference_ports, rename_module
 
 DESCRIPTION, TESTBENCH = "design_description.txt", "testbench.v"
 # "Module name:" then the name, on the same line or the next ("Module name:  \n   accu  \n").

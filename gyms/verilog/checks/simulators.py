@@ -2,7 +2,7 @@
 
 Both run a plain SystemVerilog testbench (ours or a benchmark's) and return the sandbox's
 `SandboxRun`s; reading the verdict from the output is the bench's job. The cocotb form has its
-own commands (see `cocotb_bench.py`) but the same `Job`.
+own commands (see `benches/cocotb_bench.py`) but the same `Job`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gyms import hostfs
 from gyms.sandbox import Limits, Sandbox, SandboxRun, Workdir
-from gyms.verilog.toolchain import Verilator, require_iverilog, require_verilator
+from gyms.verilog.checks.toolchain import Verilator, require_iverilog, require_verilator
 
 SIMULATORS = ("icarus", "verilator")
 TIMESCALE = "1ns/1ps"
