@@ -119,7 +119,7 @@ def write_mode(run_dir: Path, mode: str, result: RunResult) -> None:
 
 
 # The learner's step statistics that steps.csv keeps, one column each after StepRecord's fields
-# (trainer/policies/torch_lm.py's train_step); empty for a policy that reports none (replay).
+# (trainer/policies/learner.py's Learner.train_step); empty for a policy that reports none (replay).
 STAT_COLUMNS = ("loss", "clip_fraction", "ratio_deviation_mean", "ratio_deviation_max", "approx_kl",
                 "optimizer_steps", "groups_zero_advantage", "tokens_left_out_fraction")  # fmt: skip
 

@@ -18,8 +18,9 @@ from trainer.losses import (
     ppo_clip,
     truncated_importance_weights,
 )
-from trainer.policies import torch_lm
-from trainer.policies.torch_lm import TorchPolicy, tiny_policy
+from trainer.policies import learner as learner_module
+from trainer.policies.model_policy import ModelPolicy
+from trainer.policies.torch_lm import tiny_policy
 from trainer.types import Group, Request, Trajectory, Turn
 
 
@@ -139,7 +140,7 @@ def test_grpo_loss_with_kl_and_tis():
 # -- the loss inside a real train step of the tiny model --------------------------------------
 
 
-def sampled_group(policy: TorchPolicy, advantages: list[float], prompt: str = "2 + 2 = ") -> Group:
+def sampled_group(policy: ModelPolicy, advantages: list[float], prompt: str = "2 + 2 = ") -> Group:
     """Samples of the policy's version 0 for one prompt, with the given advantages."""
     task = Task(f"t/{prompt}", prompt, reference="4")
     gens = policy.generate([Request(task, prompt, 1)] * len(advantages), 0)
@@ -158,7 +159,7 @@ def test_the_ratio_is_one_on_the_first_minibatch_and_the_clip_binds_later(monkey
         ratios.append(torch.exp(logp.detach() - kw["proximal_logp"])[mask.bool()])
         return grpo_loss(logp, behaviour_logp, advantages, mask, **kw)
 
-    monkeypatch.setattr(torch_lm, "grpo_loss", recording_loss)
+    monkeypatch.setattr(learner_module, "grpo_loss", recording_loss)
 
     def step() -> dict[str, float]:
         policy = tiny_policy(seed=0, max_new_tokens=8, lr=0.05, minibatches=4, epochs=2)
@@ -201,9 +202,9 @@ def test_zero_advantage_groups_leave_the_normaliser_when_dropped():
 
 def test_a_batch_of_zero_advantage_groups_takes_no_step():
     policy = tiny_policy(seed=0, max_new_tokens=4)
-    before = [p.detach().clone() for p in policy.learner.parameters()]
+    before = [p.detach().clone() for p in policy.learner.model.parameters()]
     stats = policy.train_step([sampled_group(policy, [0.0] * 3)])
     assert stats["tokens"] == 0 and stats["groups_zero_advantage"] == 1 and stats["tokens_left_out_fraction"] == 1.0
     assert stats["optimizer_steps"] == 0 and stats["clip_fraction"] == 0.0
-    assert all(torch.equal(a, b) for a, b in zip(before, policy.learner.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(before, policy.learner.model.parameters()))
     assert set(stats) == set(policy.train_step([sampled_group(policy, [1.0, -1.0])]))  # same columns

@@ -10,13 +10,16 @@ import torch
 from gyms import Task
 from trainer.policies import make_policy
 from trainer.policies.profiles import A3_QWEN3_4B, BUILTIN, H100_QWEN3_4B, load_profile
-from trainer.policies.torch_lm import TorchPolicy, hf_policy, tiny_policy
+from trainer.policies.learner import Learner
+from trainer.policies.model_policy import ModelPolicy
+from trainer.policies.torch_engine import TorchEngine
+from trainer.policies.torch_lm import hf_policy, tiny_policy
 from trainer.types import Group, Request, Trajectory, Turn
 
 TASK = Task("t/0", "2 + 2 = ", reference="4")
 
 
-def one_group(policy: TorchPolicy, version: int, rewards: list[float]) -> Group:
+def one_group(policy: ModelPolicy, version: int, rewards: list[float]) -> Group:
     gens = policy.generate([Request(TASK, TASK.prompt, 1)] * len(rewards), version)
     trajs = []
     for gen, r in zip(gens, rewards):
@@ -49,7 +52,7 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(params=["tiny", "hf"])
-def policy(request, hf_dir) -> TorchPolicy:
+def policy(request, hf_dir) -> ModelPolicy:
     torch.manual_seed(0)
     if request.param == "tiny":
         return tiny_policy(seed=0, max_new_tokens=8)
@@ -60,20 +63,20 @@ def test_behaviour_logprobs_match_the_learner_before_training(policy):
     group = one_group(policy, 0, [1.0, 0.0, 0.0, 1.0])
     gen = group.trajectories[0].turns[0].generation
     assert len(gen.logprobs) == len(gen.response_tokens) > 0
-    ids, mask, behaviour, _ = policy._batch([(gen, 1.0)])
-    learner = policy._token_logprobs(policy.learner.eval(), ids)
+    ids, mask, behaviour, _ = policy.learner.batch([(gen, 1.0)])
+    learner = policy.learner.token_logprobs(policy.learner.model.eval(), ids)
     assert torch.allclose(learner[mask.bool()], behaviour[mask.bool()], atol=1e-4)
 
 
 def test_a_train_step_moves_the_learner_not_the_published_engine(policy):
-    before = [p.detach().clone() for p in policy.learner.parameters()]
+    before = [p.detach().clone() for p in policy.learner.model.parameters()]
     stats = policy.train_step([one_group(policy, 0, [1.0, 0.0, 0.0, 1.0])])
     assert stats["tokens"] > 0
-    assert any(not torch.equal(a, b) for a, b in zip(before, policy.learner.parameters()))
-    engine0 = policy._engines[0]
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.learner.model.parameters()))
+    engine0 = policy.engine.versions[0]
     assert all(torch.equal(a, b) for a, b in zip(before, engine0.parameters()))
     assert policy.update_weights() == 1
-    assert all(torch.equal(a, b) for a, b in zip(policy.learner.parameters(), policy._engines[1].parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(policy.learner.model.parameters(), policy.engine.versions[1].parameters()))
 
 
 def test_pinned_versions_stay_until_released():
@@ -81,16 +84,16 @@ def test_pinned_versions_stay_until_released():
     pinned = policy.acquire()
     policy.update_weights()
     policy.update_weights()
-    assert set(policy._engines) == {0, 2}  # 1 was never pinned
+    assert set(policy.engine.versions) == {0, 2}  # 1 was never pinned
     policy.generate([Request(TASK, TASK.prompt, 1)], pinned)  # the old version still serves
     policy.release(pinned)
-    assert set(policy._engines) == {2}
+    assert set(policy.engine.versions) == {2}
 
 
 GATE_S = 30.0  # a bound for a broken build only: each wait ends as soon as its event happens
 
 
-class PausedPublication(TorchPolicy):
+class PausedPublication(ModelPolicy):
     """Pauses `update_weights` between the new engine's insert and the version bump (the bump
     sets `version`) until `resume` is set, and says so with `paused`."""
 
@@ -100,7 +103,8 @@ class PausedPublication(TorchPolicy):
         torch.manual_seed(0)
         model = TinyLM(ByteTokenizer.vocab_size, 16, 1, 2, 64)
         self.paused, self.resume = threading.Event(), threading.Event()
-        super().__init__("tiny", model, ByteTokenizer(), logits=lambda m, ids: m(ids), max_len=64, max_new_tokens=4)
+        learner = Learner(model, ByteTokenizer(), logits=lambda m, ids: m(ids), max_len=64, max_new_tokens=4)
+        super().__init__("tiny", learner, TorchEngine(learner))
 
     @property
     def version(self) -> int:
@@ -148,9 +152,52 @@ def test_a_release_while_a_version_is_published_never_frees_it():
     releaser.start()
     publisher.join(GATE_S)
     releaser.join(GATE_S)
-    assert policy.version == 1 and set(policy._engines) == {1}
+    assert policy.version == 1 and set(policy.engine.versions) == {1}
     [gen] = policy.generate([Request(TASK, TASK.prompt, 1)], policy.acquire())
     assert gen.version == 1
+
+
+class OneSetOfWeights(TorchEngine):
+    """A torch engine that holds one set of weights, as vLLM's does."""
+
+    holds_one_version = True
+
+    def load(self, weights: torch.nn.Module, version: int) -> None:
+        self.versions = {version: weights}
+
+
+class Swaps:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def engine_call(self, start: float, end: float, version: int) -> None:
+        self.seen.append(("engine_call", version))
+
+    def weight_sync(self, kind: str, start: float, end: float, version: int) -> None:
+        self.seen.append((kind, version))
+
+
+def test_any_engine_of_one_version_drains_then_swaps():
+    """The rule lives in the policy: an engine only says it holds one version (the vllm policy's
+    own test runs it on the real engine)."""
+    torch.manual_seed(0)
+    learner = tiny_policy(seed=0, max_new_tokens=4).learner
+    policy = ModelPolicy("tiny", learner, OneSetOfWeights(learner))
+    swaps = Swaps()
+    with policy.reporting_to(swaps):
+        running = policy.acquire()
+        assert policy.update_weights() == 1 and set(policy.engine.versions) == {0}  # still serving the pinned one
+        [gen] = policy.generate([Request(TASK, TASK.prompt, 1)], running)
+        assert gen.version == 0 and swaps.seen == [("engine_call", 0)]
+        got: list[int] = []
+        waiter = threading.Thread(target=lambda: got.append(policy.acquire()))
+        waiter.start()  # a new group waits for the swap
+        policy.release(running)  # the last old group ends: the swap happens here
+        waiter.join(GATE_S)
+        assert got == [1] and set(policy.engine.versions) == {1}
+        assert swaps.seen[1:] == [("drain", 1), ("weight_load", 1)]
+    policy.release(1)
+    assert policy.update_weights() == 2 and set(policy.engine.versions) == {2}  # nothing pinned: loaded at once
 
 
 def test_grpo_steps_raise_the_probability_of_rewarded_answers():
@@ -159,8 +206,8 @@ def test_grpo_steps_raise_the_probability_of_rewarded_answers():
     request = Request(TASK, TASK.prompt, 1)
 
     def p_target() -> float:
-        ids = torch.tensor([policy.tokenizer.encode(TASK.prompt) + [ord("4")]])
-        return float(policy._token_logprobs(policy.learner.eval(), ids)[0, -1].exp().detach())
+        ids = torch.tensor([policy.learner.tokenizer.encode(TASK.prompt) + [ord("4")]])
+        return float(policy.learner.token_logprobs(policy.learner.model.eval(), ids)[0, -1].exp().detach())
 
     start = p_target()
     for _ in range(20):

@@ -11,15 +11,15 @@ from trainer.policies.torch_lm import tiny_policy
 
 def test_a_spec_sets_the_training_options():
     policy = make_policy("tiny:minibatches=2,epochs=3,tis_cap=none,drop_zero_advantage=off,lr=0.01", None, ZERO)
-    assert (policy.minibatches, policy.epochs, policy.drop_zero_advantage) == (2, 3, False)
-    assert policy.loss_options["tis_cap"] is None
-    assert policy.optimizer.param_groups[0]["lr"] == 0.01
+    assert (policy.learner.minibatches, policy.learner.epochs, policy.learner.drop_zero_advantage) == (2, 3, False)
+    assert policy.learner.loss_options["tis_cap"] is None
+    assert policy.learner.optimizer.param_groups[0]["lr"] == 0.01
 
 
 def test_defaults_make_several_minibatches_against_one_proximal_policy():
     policy = make_policy("tiny", None, ZERO)
-    assert (policy.minibatches, policy.epochs, policy.drop_zero_advantage) == (4, 1, True)
-    assert policy.loss_options["tis_cap"] == 2.0
+    assert (policy.learner.minibatches, policy.learner.epochs, policy.learner.drop_zero_advantage) == (4, 1, True)
+    assert policy.learner.loss_options["tis_cap"] == 2.0
 
 
 @pytest.mark.parametrize(

@@ -78,3 +78,47 @@ def test_a_new_engine_is_one_module_and_one_entry_point(tmp_path):
     echo, failed, tiny = run.stdout.strip().splitlines()
     assert echo == "echo" and tiny == "tiny"
     assert failed.startswith("policy 'broken' (heavygym_brokenpolicy:make) failed to load: ModuleNotFoundError")
+
+
+def test_a_new_engine_for_a_real_model_is_an_engine_and_a_factory(tmp_path):
+    """An `Engine` composed with a `Learner` by `ModelPolicy`: the policy keeps the versions."""
+    plugin = distribution(tmp_path / "canned", "heavygym_canned", "[heavygym.policies]\ncanned = heavygym_canned:make\n", """
+        from trainer.policies.engine import Engine
+        from trainer.policies.learner import Learner
+        from trainer.policies.model_policy import ModelPolicy
+        from trainer.policies.tiny_model import ByteTokenizer, TinyLM
+        from trainer.types import Generation
+
+        class Canned(Engine):  # answers "x" to everything, with the weights it was last given
+            def __init__(self, learner):
+                self.learner, self.held = learner, None
+
+            def generate(self, requests, version, events):
+                assert version == self.held
+                return [Generation("x", self.learner.prompt_tokens(r.prompt), [ord("x")], [0.0], version)
+                        for r in requests]
+
+            def snapshot(self):
+                return self.learner.weights()
+
+            def load(self, weights, version):
+                self.held = version
+
+        def make(rest, context):
+            learner = Learner(TinyLM(ByteTokenizer.vocab_size, 16, 1, 2, 64), ByteTokenizer(),
+                              logits=lambda m, ids: m(ids), max_len=64, max_new_tokens=4)
+            return ModelPolicy("canned", learner, Canned(learner))
+    """)  # fmt: skip
+    run = python("""
+        from gyms import Task
+        from trainer.policies import make_policy
+        from trainer.policies.profiles import ZERO
+        from trainer.types import Request
+        policy = make_policy("canned", None, ZERO)
+        version = policy.acquire()
+        [gen] = policy.generate([Request(Task("t", "1 + 1 = "), "1 + 1 = ", 1)], version)
+        policy.release(version)
+        print(policy.describe()["policy"], gen.text, gen.version, policy.update_weights(), policy.engine.held)
+    """, plugin)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["canned", "x", "0", "1", "1"]

