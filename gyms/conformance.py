@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gyms.base import GYM_EXCEPTION, Candidate, Gym, Outcome
-from gyms.pool import GymPool, StepCall
+from gyms.pool import GymPool
+from gyms.steps import StepCall
 
 # Actions no gym should choke on: they must get a plain `fail` with feedback.
 GARBAGE_ACTIONS = {

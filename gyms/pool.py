@@ -42,6 +42,7 @@ from typing import Any, Generic, Self, TypeVar
 
 from gyms.base import GYM_EXCEPTION, Episode, Outcome, StepResult
 from gyms.sandbox import Workdir, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
+from gyms.steps import StepCall, WorkerNode
 
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
 _HOST_MARGIN = 1.5
@@ -59,30 +60,6 @@ class WorkerStartFailed(Exception):
     """One attempt to start a worker failed; the message says why."""
 
 
-@dataclass(frozen=True)
-class StepCall:
-    """One step through the pool. Its times are recorded once, on the caller's clock; the
-    waits are derived from them, so a timeline span from `submitted_at` to `started_at` (the
-    trainer's `gym_queue`) lasts `queue_wait_s`."""
-
-    episode: Episode  # the episode after the step
-    result: StepResult
-    worker: int
-    submitted_at: float  # time.monotonic() when `submit` queued the step
-    started_at: float  # when a worker slot took it
-    finished_at: float  # when its result came back from the worker
-
-    @property
-    def queue_wait_s(self) -> float:
-        """Waiting in the queue for a free worker."""
-        return self.started_at - self.submitted_at
-
-    @property
-    def service_s(self) -> float:
-        """Sending the episode to the worker, the step there, and the way back."""
-        return self.finished_at - self.started_at
-
-
 @dataclass
 class PoolStats:
     calls: int = 0
@@ -90,15 +67,6 @@ class PoolStats:
     gym_exceptions: int = 0  # steps whose checker raised on the answer (a fail, but a gym bug to look at)
     restarts: int = 0
     busy_s: list[float] = field(default_factory=list)  # service seconds per worker slot
-
-
-@dataclass(frozen=True)
-class WorkerNode:
-    """From `since` (time.monotonic()) until the slot's next worker starts, slot `slot`'s worker runs on `node`."""
-
-    slot: int
-    node: str
-    since: float
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gyms import Candidate, Gym, Outcome
-from gyms.pool import GymPool, StepCall, default_workers
+from gyms.pool import GymPool, default_workers
+from gyms.steps import StepCall
 from harness.costcard import CostCard, turn_pmf
 from harness.sim.distribution import Distribution
 from trainer.rules.answers import AnswerMix

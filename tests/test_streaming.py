@@ -24,7 +24,7 @@ from gyms.pool import GymPool
 from trainer.pipeline import RunConfig, run
 from trainer.policies.profiles import ZERO, HardwareProfile
 from trainer.policies.replay import ReplayPolicy
-from trainer.step_pool import StepCall
+from gyms.steps import StepCall
 from trainer.timeline import Span
 
 

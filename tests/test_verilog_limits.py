@@ -13,7 +13,8 @@ from attacks import Attack, assert_attacks_fail
 from conftest import busy_loops, needs_icarus, past_its_limit
 
 from gyms.base import Outcome, StepResult
-from gyms.pool import GymPool, StepCall
+from gyms.pool import GymPool
+from gyms.steps import StepCall
 from gyms.verilog import VerilogGym
 from gyms.verilog.answers.candidates import answer
 from gyms.verilog.checks.precheck import ELABORATE_MEMORY_MB

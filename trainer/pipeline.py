@@ -21,10 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gyms import Gym
+from gyms.steps import WorkerNode
 from trainer.buffer import Accounting, ReadyBuffer
 from trainer.policies.base import Policy
 from trainer.rollout import Rollout, TaskSampler
-from trainer.step_pool import StepPool, WorkerNode
+from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
 from trainer.types import Fate
 

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 import torch
 
 from gyms import Episode, Gym, Outcome, Task
+from gyms.steps import StepCall
 from trainer.buffer import ReadyBuffer, Stopped
 from trainer.losses import group_advantages
 from trainer.policies.base import Policy
-from trainer.step_pool import StepCall, StepPool
+from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
 from trainer.types import Generation, Group, Request, Trajectory, Turn, next_prompt
 

@@ -1,5 +1,6 @@
-"""What the trainer needs of a gym pool, as protocols: any executor's pool drives a run
-(gyms/executors.py makes them: local worker processes or Ray actors).
+"""What the trainer needs of a gym pool, as a protocol: any executor's pool drives a run
+(gyms/executors.py makes them: local worker processes or Ray actors). What a pool hands back
+(`StepCall`, `WorkerNode`) is one record of `gyms/steps.py` for every executor.
 
 A rollout thread submits an episode's answer and reads the step back; the run reports the
 pool's size and where its workers ran.
@@ -11,35 +12,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Protocol
 
-from gyms import Episode, StepResult
-
-
-class StepCall(Protocol):
-    """One finished step: the episode after it, its result, and its times on time.monotonic()."""
-
-    @property
-    def episode(self) -> Episode: ...
-    @property
-    def result(self) -> StepResult: ...
-    @property
-    def worker(self) -> int: ...  # the slot that ran it
-    @property
-    def submitted_at(self) -> float: ...
-    @property
-    def started_at(self) -> float: ...
-    @property
-    def finished_at(self) -> float: ...
-
-
-class WorkerNode(Protocol):
-    """From `since` (time.monotonic()) until the slot's next worker starts, slot `slot`'s worker ran on `node`."""
-
-    @property
-    def slot(self) -> int: ...
-    @property
-    def node(self) -> str: ...
-    @property
-    def since(self) -> float: ...
+from gyms import Episode
+from gyms.steps import StepCall, WorkerNode
 
 
 class StepPool(Protocol):
