@@ -43,9 +43,9 @@ def main() -> None:
             started = time.perf_counter()
             summary = summarize(run(gym, policy, pool, config))
             results[mode] = {
-                "trajectories_per_s": summary["samples_per_s"],
-                "overhead_ms_per_trajectory": 1000 / summary["samples_per_s"],
-                "step_time_mean_s": summary["step_time_mean"],
+                "trajectories_per_s": summary.samples_per_s,
+                "overhead_ms_per_trajectory": 1000 / summary.samples_per_s,
+                "step_time_mean_s": summary.step_time_mean,
                 "wall_s": time.perf_counter() - started,
             }
         results["gym_workers"] = pool.workers

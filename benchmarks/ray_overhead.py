@@ -46,10 +46,10 @@ def measure(executor: str, gym_name: str, args: argparse.Namespace) -> dict:
             config = RunConfig(mode=mode, steps=args.steps, batch_groups=args.batch, group_size=args.group)
             summary = summarize(run(gym, ReplayPolicy(gym, ZERO, seed=args.seed), pool, config))
             figures[mode] = {
-                "trajectories_per_s": summary["samples_per_s"],
+                "trajectories_per_s": summary.samples_per_s,
                 "gym_call_ms": 1000 * (sum(pool.stats.busy_s) - busy) / max(pool.stats.calls - calls, 1),
-                "step_time_mean_s": summary["step_time_mean"],
-                "balanced": summary["accounting"]["balanced"],
+                "step_time_mean_s": summary.step_time_mean,
+                "balanced": summary.accounting["balanced"],
             }
     return figures
 

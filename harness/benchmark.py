@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import torch
 
 from gyms import Gym, executors
 from harness import control, costcard, errors, gpu_usage, intervals, outputs, record
+from harness.summary import RunSummary
 from trainer import bias
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
@@ -61,7 +62,7 @@ def run_benchmark(
     spec: BenchmarkSpec,
     results_root: Path = outputs.RESULTS,
     on_step: Callable[[str, StepRecord], None] | None = None,
-) -> tuple[dict[str, Any], Path]:
+) -> tuple[RunSummary, Path]:
     """Run every mode of `spec`, `spec.repeats` times, on one gym pool (and the control, if
     asked, on a pool of its own); write and return the run's summary.
 
@@ -82,7 +83,7 @@ def run_benchmark(
     policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
     outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES)
     run_dir = record.RunDir(gym.name, results_root)
-    summary: dict[str, Any] = {
+    draft: dict[str, Any] = {  # summary.json as it fills (harness/summary.py's RunSummary when written)
         "gym": gym.name,
         "spec": outputs.without_paths(asdict(spec)),
         "git": record.git_commit(),
@@ -93,22 +94,22 @@ def run_benchmark(
         "placement": policy.placement,  # where the emulated stages ran
         "profile": asdict(profile) if policy.emulated else None,
     }
-    workloads = [Workload(gym, spec.gym, spec.gym_options, summary, "")]
+    workloads = [Workload(gym, spec.gym, spec.gym_options, draft, "")]
     if control_gym is not None:
-        summary["control"] = {"gym": control_gym.describe()["gym"]}
-        workloads.append(Workload(control_gym, control.PATH, control_options, summary["control"], "control"))
+        draft["control"] = {"gym": control_gym.describe()["gym"]}
+        workloads.append(Workload(control_gym, control.PATH, control_options, draft["control"], "control"))
     progress = _Progress()
     try:
         for workload in workloads:
             _measure(spec, workload, profile, run_dir, progress, on_step)
     except KeyboardInterrupt:
-        if not summary.get("modes"):
+        if not draft.get("modes"):
             run_dir.remove()  # Ctrl-C while the first mode's files were being written
             raise errors.BenchmarkInterrupted(progress.label, None) from None
-        summary["interrupted"] = f"during the {progress.label} mode"  # harness leaderboard leaves it out
-        record.write_summary(run_dir.path, summary)
+        draft["interrupted"] = f"during the {progress.label} mode"  # harness leaderboard leaves it out
+        record.write_summary(run_dir.path, draft)
         raise errors.BenchmarkInterrupted(progress.label, run_dir.path) from None
-    record.write_summary(run_dir.path, summary)
+    summary = record.write_summary(run_dir.path, draft)
     costcard.write_run_card(run_dir.path, gym)  # card.json: the gym's measured costs, for harness plan and simulate
     return summary, run_dir.path
 
@@ -156,7 +157,7 @@ def _measure(
                 with gpu_usage.Sampler(gpu_usage.devices_of(policy.describe())) as sampler:  # NVML, on CUDA
                     result = run(w.gym, policy, pool, config, on_step=callback)
                 record.write_mode(run_dir.path / w.subdir / _repeat_dir(r), mode, result)
-                repeat["modes"][mode] = {**summarize(result), "gpu": sampler.summary(gpu_usage.measured_window(result))}
+                repeat["modes"][mode] = replace(summarize(result), gpu=sampler.summary(gpu_usage.measured_window(result)))
                 fates.setdefault(mode, []).extend(result.fates)
                 if r == 0:
                     w.block["modes"][mode] = repeat["modes"][mode]

@@ -4,7 +4,8 @@ An entry says where the figure is read in a summary, its label, unit and format,
 can lie, whether it gets a 95 % interval over repeats, and which views show it. The console table
 (`harness benchmark`), the report's tables, the leaderboard's figure columns, the intervals
 (`harness/intervals.py`) and `harness metrics` are all drawn from it; none names a figure of its own.
-Adding a figure: compute it (a mode's in `trainer/metrics.py` `summarize`), add its entry here.
+Adding a figure: compute it (a mode's in `trainer/metrics.py` `summarize`, with its field in
+`ModeSummary`, None by default so that runs recorded before it still load), add its entry here.
 """
 
 from __future__ import annotations

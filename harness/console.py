@@ -5,7 +5,6 @@ catalogue (harness/catalogue.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +12,7 @@ from rich.table import Table
 
 from harness import catalogue, gpu_usage
 from harness.intervals import with_interval
+from harness.summary import Measured, RunSummary
 from trainer.attribution import PARTS as WAIT_PARTS
 from trainer.policies.replay import PLACEMENTS
 
@@ -20,57 +20,58 @@ console = Console()
 err = Console(stderr=True)
 
 
-def print_benchmark(summary: dict[str, Any], run_dir: Path) -> None:
+def print_benchmark(summary: RunSummary, run_dir: Path) -> None:
     """A finished benchmark: the per-mode table, the nodes, the speedups, the trajectory accounting
     and the bias audit, then what was emulated and where the run was written."""
-    stages = f"emulated: {summary['profile']['name']}, {summary['placement']}" if summary["emulated"] else "measured"
-    console.print(f"\n[bold]{summary['gym']}[/] · policy {summary['policy']['policy']} ({stages})")
+    profile = summary.profile or {}
+    stages = f"emulated: {profile.get('name')}, {summary.placement}" if summary.emulated else "measured"
+    console.print(f"\n[bold]{summary.gym}[/] · policy {summary.policy['policy']} ({stages})")
     console.print(benchmark_table(summary))
     console.print(nodes_table(summary))
-    for block, name in ((summary, "speedup"), (summary.get("control"), "control speedup")):
-        if block and "comparison" in block:
+    for block, name in ((summary, "speedup"), (summary.control, "control speedup")):
+        if block and block.comparison:
             console.print(_comparison_line(block, name))
-    console.print(escape(gpu_usage.idle_line(summary["modes"])))  # the GPU's own account of the idle
-    for name, m in summary["modes"].items():
-        if m.get("weight_sync"):  # an engine that swaps weights in place (vllm)
-            console.print(f"{name}: {_weight_sync_line(m['weight_sync'])}")
-    for name, m in summary["modes"].items():
-        acc = m["accounting"]
+    console.print(escape(gpu_usage.idle_line(summary.modes)))  # the GPU's own account of the idle
+    for name, m in summary.modes.items():
+        if m.weight_sync:  # an engine that swaps weights in place (vllm)
+            console.print(f"{name}: {_weight_sync_line(m.weight_sync)}")
+    for name, m in summary.modes.items():
+        acc = m.accounting
         console.print(
-            f"{name}: {m['oscillation']}. Trajectories: generated {acc['generated']} = trained {acc['trained']}"
+            f"{name}: {m.oscillation}. Trajectories: generated {acc['generated']} = trained {acc['trained']}"
             f" + dropped stale {acc['dropped_stale']} + errored {acc['errored']} + in flight {acc['in_flight']}"
         )
-        if summary.get("bias", {}).get(name):
-            console.print(f"{name}: {_bias_line(summary['bias'][name])}")
-    raised = summary.get("gym_pool", {}).get("gym_exceptions", 0)
+        if summary.bias.get(name):
+            console.print(f"{name}: {_bias_line(summary.bias[name])}")
+    raised = (summary.gym_pool or {}).get("gym_exceptions", 0)
     if raised:
         console.print(f"[yellow]warning:[/] the gym raised on {raised} answer(s); they count as fails, but each is a "
                       "bug in the gym: look for info['gym_exception'] (harness gyms step shows one answer's)")  # fmt: skip
-    if summary["emulated"]:
+    if summary.emulated:
         console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
-                      f"{summary['profile']['name']}: {summary['profile']['description']}; placement "
-                      f"{summary['placement']}: {PLACEMENTS.get(summary['placement'], '')}")  # fmt: skip
+                      f"{profile.get('name')}: {profile.get('description')}; placement "
+                      f"{summary.placement}: {PLACEMENTS.get(summary.placement or '', '')}")  # fmt: skip
     console.print(f"written: {run_dir}")
 
 
-def benchmark_table(summary: dict) -> Table:
+def benchmark_table(summary: RunSummary) -> Table:
     """The catalogue's console figures per mode, with the improvement of the second over the first."""
-    modes = summary["modes"]
+    modes = summary.modes
     table = Table("metric", *modes, *(["improvement"] if len(modes) == 2 else []))
     for metric in catalogue.shown_in(catalogue.CONSOLE):
-        if metric.colocated_only and summary.get("placement") != "colocated":
+        if metric.colocated_only and summary.placement != "colocated":
             continue
         values = [metric.value(summary, mode) for mode in modes]
         label = f"{metric.label} (s)" if metric.unit == "s" else metric.label
         cells = [metric.shown(summary, mode, seconds_unit=False) for mode in modes]
         table.add_row(label, *cells, *_improvement(metric, values))
-        if metric.key == "train_wait_mean" and all(m.get("wait_split") for m in modes.values()):
+        if metric.key == "train_wait_mean" and all(m.wait_split for m in modes.values()):
             for part in WAIT_PARTS:  # what the trainer waited on (trainer/attribution.py)
                 cells = []
                 for m in modes.values():
-                    total = m["train_wait_mean"]
-                    share = f" ({m['wait_split'][part] / total:.0%})" if total > 0 else ""
-                    cells.append(f"{m['wait_split'][part]:.2f}{share}")
+                    waited = m.wait_split[part]
+                    share = f" ({waited / m.train_wait_mean:.0%})" if m.train_wait_mean > 0 else ""
+                    cells.append(f"{waited:.2f}{share}")
                 table.add_row(f"  wait: {part} (s)", *cells, *(["-"] if len(modes) == 2 else []))
     return table
 
@@ -87,15 +88,15 @@ def _improvement(metric: catalogue.Metric, values: list) -> list[str]:
     return [f"{b / a:.2f}x higher"] if a > 0 else ["-"]
 
 
-def nodes_table(summary: dict) -> Table:
+def nodes_table(summary: RunSummary) -> Table:
     """Gym utilisation per node, so a user sees where to add capacity."""
-    modes = summary["modes"]
-    table = Table(f"gym node ({summary['spec'].get('executor', 'local')})", *(f"{m} utilisation" for m in modes))
-    nodes = sorted({node for m in modes.values() for node in m["gym_utilisation_by_node"]})
+    modes = summary.modes
+    table = Table(f"gym node ({summary.spec.get('executor', 'local')})", *(f"{m} utilisation" for m in modes))
+    nodes = sorted({node for m in modes.values() for node in m.gym_utilisation_by_node})
     for node in nodes:
         cells = []
         for m in modes.values():
-            n = m["gym_utilisation_by_node"].get(node)
+            n = m.gym_utilisation_by_node.get(node)
             cells.append(f"{n['utilisation']:.1%} of {n['workers']:.1f} workers" if n else "-")
         table.add_row(node, *cells)
     return table
@@ -124,14 +125,14 @@ def _bias_line(b: dict) -> str:
             f"gym time on dropped trajectories {b['gym_s_dropped_share']:.1%}")  # fmt: skip
 
 
-def _comparison_line(block: dict, name: str) -> str:
+def _comparison_line(block: Measured, name: str) -> str:
     """'speedup 1.62x [1.55, 1.69] (ideal ...)': means over repeats, with 95% intervals when there are some."""
-    c, iv = block["comparison"], block.get("intervals", {})
+    c, iv = block.comparison or {}, block.intervals
 
     def fig(key: str, fmt: str, suffix: str = "") -> str:
         return with_interval(c[key], iv.get(key), lambda v: f"{format(v, fmt)}{suffix}")
 
-    repeats = len(block.get("repeats", [])) or 1
+    repeats = len(block.repeats) or 1
     over = f" (mean of {repeats} repeats, 95% intervals)" if repeats > 1 else ""
     return (
         f"{name} [bold]{fig('speedup', '.2f', 'x')}[/] (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "

@@ -123,16 +123,16 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
     spans = warmup + rest
     if not rest:
         raise ValueError(f"run {run.run_id} has too few gym_step spans to build a cost card from")
-    accounts = [m["accounting"] for m in run.summary["modes"].values()]
+    accounts = [m.accounting for m in run.summary.modes.values()]
     ran = sum(a["generated"] - a["abandoned"] for a in accounts)
     gym = gym or _gym_of(run)
     mean_turns = len(spans) / max(ran, 1)
     max_turns = gym.max_turns if gym is not None else max(1, round(mean_turns + 0.5))
     return CostCard(
-        gym=run.summary["gym"], source=f"run {run.run_id}", tools=dict(run.summary["tools"]),
+        gym=run.summary.gym, source=f"run {run.run_id}", tools=dict(run.summary.tools),
         service_s=Distribution.of([s.duration for s in rest]), turns=fit_turns(mean_turns, max_turns),
         error_rate=sum(a["errored"] for a in accounts) / len(spans), timeout_rate=None,
-        workers=int(run.summary.get("gym_workers") or 1), calls=len(spans),
+        workers=int(run.summary.gym_workers or 1), calls=len(spans),
         warmup_max_s=max((s.duration for s in warmup), default=None),
     )  # fmt: skip
 
@@ -152,7 +152,7 @@ def _warmup_calls(run: Run) -> tuple[list[Span], list[Span]]:
 def _gym_of(run: Run) -> Gym | None:
     """The run's gym with its options, for max_turns; None where it is not installed here."""
     try:
-        return make(run.summary["gym"], **run.summary["spec"].get("gym_options", {}))
+        return make(run.summary.gym, **run.summary.spec.get("gym_options", {}))
     except Exception:  # an uninstalled or broken gym: fall back to the measured mean alone
         return None
 
@@ -183,7 +183,7 @@ def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[C
     runs = results_root / "runs"
     for run_dir in sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True) if runs.is_dir() else []:
         try:
-            if load_summary(run_dir)["gym"] == gym:
+            if load_summary(run_dir).gym == gym:
                 stored = (run_dir / "card.json").is_file()
                 return run_card(run_dir), f"{run_dir} ({'card.json' if stored else 'derived from its spans'})"
         except ValueError:

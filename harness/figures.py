@@ -68,11 +68,11 @@ def style() -> Iterator[None]:
 
 
 def _mode_title(run: Run, mode: str) -> str:
-    figures = run.summary["modes"][mode]
-    staleness = figures["config"].get("max_staleness", 0) if mode != "sync" else 0
+    figures = run.summary.modes[mode]
+    staleness = figures.config.get("max_staleness", 0) if mode != "sync" else 0
     return (
-        f"{mode} (max_staleness {staleness}): step time {figures['step_time_mean']:.2f} s, "
-        f"trainer idle {figures['trainer_idle_ratio']:.0%}"
+        f"{mode} (max_staleness {staleness}): step time {figures.step_time_mean:.2f} s, "
+        f"trainer idle {figures.trainer_idle_ratio:.0%}"
     )
 
 
@@ -151,9 +151,9 @@ def step_time(run: Run) -> Figure:
     for mode in run.modes:
         rows = run.steps[mode]
         ax.plot([r.step for r in rows], [r.step_time for r in rows], marker="o", color=MODE_COLOURS.get(mode),
-                label=f"{mode}: mean {run.summary['modes'][mode]['step_time_mean']:.2f} s")  # fmt: skip
-    if "async" in run.summary["modes"]:
-        ideal = run.summary["modes"]["async"]["ideal_step_time"]
+                label=f"{mode}: mean {run.summary.modes[mode].step_time_mean:.2f} s")  # fmt: skip
+    if "async" in run.summary.modes:
+        ideal = run.summary.modes["async"].ideal_step_time
         ax.axhline(ideal, color=MODE_COLOURS["async"], ls="--", lw=1, label=f"async ideal {ideal:.2f} s")
     _warmup_band(ax)
     ax.set(xlabel="optimizer step (0 = warm-up, not in the means)", ylabel="step time (s)")
@@ -170,7 +170,7 @@ def train_wait(run: Run) -> Figure:
         rows = run.steps[mode]
         offset = (i - (len(modes) - 1) / 2) * width
         ax.bar([r.step + offset for r in rows], [r.train_wait for r in rows], width, color=MODE_COLOURS.get(mode),
-               label=f"{mode}: idle ratio {run.summary['modes'][mode]['trainer_idle_ratio']:.0%}")  # fmt: skip
+               label=f"{mode}: idle ratio {run.summary.modes[mode].trainer_idle_ratio:.0%}")  # fmt: skip
     _warmup_band(ax)
     ax.set(xlabel="optimizer step (0 = warm-up, not in the means)", ylabel="trainer wait for a batch (s)")
     ax.legend()
@@ -182,8 +182,8 @@ def wait_split(run: Run) -> Figure:
     fig = Figure(figsize=(7, 0.6 + 2.6 * len(modes)), layout="constrained")
     axes = fig.subplots(len(modes), 1, sharex=True, squeeze=False)[:, 0]
     for ax, mode in zip(axes, modes):
-        figures = run.summary["modes"][mode]
-        per_step = figures.get("wait_split_per_step")
+        figures = run.summary.modes[mode]
+        per_step = figures.wait_split_per_step
         if not per_step:  # recorded before wait attribution, or a timeline without the spans it needs
             ax.text(0.5, 0.5, "no wait split recorded for this mode", ha="center", va="center",
                     transform=ax.transAxes, color="#555555")  # fmt: skip
@@ -201,9 +201,9 @@ def wait_split(run: Run) -> Figure:
             ax.set_ylim(0, top)
             ax.text(xs[0], 0.97 * top, f"warm-up {bottom[0]:.2f} s, cut", ha="center", va="top", fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
-        share = figures.get("gym_wait_share")
+        share = figures.gym_wait_share
         words = "gym share of the wait: -" if share is None else f"gym share of the wait {share:.0%}"
-        ax.set_title(f"{mode}: train_wait {figures['train_wait_mean']:.2f} s per step, {words}", loc="left")
+        ax.set_title(f"{mode}: train_wait {figures.train_wait_mean:.2f} s per step, {words}", loc="left")
         ax.set_ylabel("trainer wait (s)")
         _warmup_band(ax)
     axes[-1].set_xlabel("optimizer step (0 = warm-up, not in the means)")
@@ -230,15 +230,15 @@ def buffer_depth(run: Run) -> Figure:
 def staleness(run: Run) -> Figure:
     fig, ax = _single()
     modes = run.modes
-    versions = sorted({int(k) for m in modes for k in run.summary["modes"][m]["staleness_histogram"]} or {0})
+    versions = sorted({int(k) for m in modes for k in run.summary.modes[m].staleness_histogram} or {0})
     width = 0.8 / len(modes)
     for i, mode in enumerate(modes):
-        figures = run.summary["modes"][mode]
-        counts = [figures["staleness_histogram"].get(str(v), 0) for v in versions]
-        dropped = figures["accounting"].get("dropped_stale", 0)
+        figures = run.summary.modes[mode]
+        counts = [figures.staleness_histogram.get(str(v), 0) for v in versions]
+        dropped = figures.accounting.get("dropped_stale", 0)
         offset = (i - (len(modes) - 1) / 2) * width
         ax.bar([v + offset for v in versions], counts, width, color=MODE_COLOURS.get(mode),
-               label=f"{mode}: mean {figures['staleness_mean']:.2f}, dropped stale {dropped}")  # fmt: skip
+               label=f"{mode}: mean {figures.staleness_mean:.2f}, dropped stale {dropped}")  # fmt: skip
     ax.set_xticks(versions)
     ax.set(xlabel="staleness (trainer version - sample's policy version)", ylabel="trained trajectories")
     ax.legend()

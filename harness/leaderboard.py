@@ -15,7 +15,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
@@ -26,6 +26,7 @@ from harness.html import Cell, cell, page, table
 from harness.outputs import write_text
 from harness.report import REPORT, write_report
 from harness.rundir import RunDirError, load_summary
+from harness.summary import RunSummary
 
 MARKDOWN, CSV, INDEX = "leaderboard.md", "leaderboard.csv", "index.html"
 INTRO = (
@@ -102,8 +103,8 @@ def publish(results_root: Path, include_dirty: bool = False) -> Published:
     for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
         try:
             summary = load_summary(path)
-            if "interrupted" in summary:
-                warnings.append(f"skipped {path}: the run was interrupted {summary['interrupted']}")
+            if summary.interrupted:
+                warnings.append(f"skipped {path}: the run was interrupted {summary.interrupted}")
                 continue
             if not include_dirty and not clean(summary):
                 dirty.append(path.name)
@@ -124,9 +125,9 @@ def publish(results_root: Path, include_dirty: bool = False) -> Published:
     return Published(out, rows, warnings)
 
 
-def clean(summary: dict[str, Any]) -> bool:
+def clean(summary: RunSummary) -> bool:
     """Whether the run came from a committed, clean tree: only then does its commit name its code."""
-    git = summary.get("git") or {}
+    git = summary.git
     return bool(git.get("commit")) and git.get("dirty") is False
 
 
@@ -148,36 +149,35 @@ def _natural(run_id: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", run_id))
 
 
-def make_row(run_id: str, s: dict[str, Any]) -> Row:
+def make_row(run_id: str, s: RunSummary) -> Row:
     """The leaderboard figures of one run (run_id: its directory's name under runs/)."""
-    spec = s["spec"]
-    profile = (s.get("profile") or {}).get("name")
-    policy = str(spec.get("policy", "?")) + (f" / {profile}" if s.get("emulated") else "")
-    if s.get("placement"):
-        policy += f", {s['placement']}"
+    profile = (s.profile or {}).get("name")
+    policy = str(s.spec.get("policy", "?")) + (f" / {profile}" if s.emulated else "")
+    if s.placement:
+        policy += f", {s.placement}"
     return Row(
-        gym=s["gym"],
+        gym=s.gym,
         configuration=configuration(s),
         policy=policy,
-        stages="emulated" if s.get("emulated") else "measured",
-        hardware=hardware_name(s["hardware"]),
-        fingerprint=fingerprint(s["hardware"]),
+        stages="emulated" if s.emulated else "measured",
+        hardware=hardware_name(s.hardware),
+        fingerprint=fingerprint(s.hardware),
         figures={b.field: _board_value(m, b, s) for m in CATALOGUE for b in m.board},
         run_id=run_id,
         runs=1,
-        commit=str(s["git"].get("commit") or "unknown") + ("+dirty" if s["git"].get("dirty") else ""),
-        tools=tool_versions(s["tools"]),
+        commit=str(s.git.get("commit") or "unknown") + ("+dirty" if s.git.get("dirty") else ""),
+        tools=tool_versions(s.tools),
     )
 
 
-def _board_value(metric: Metric, board: Board, s: dict[str, Any]) -> float | int | None:
+def _board_value(metric: Metric, board: Board, s: RunSummary) -> float | int | None:
     """One leaderboard cell's figure (Board.where says where in the summary)."""
     where = board.where
     if where in ("low", "high"):
-        return ((s.get("intervals") or {}).get(metric.key) or {}).get(where)
-    block = s
+        return (s.intervals.get(metric.key) or {}).get(where)
+    block: Mapping[str, Any] = s
     if where.startswith("control"):
-        block = s.get("control") or {}
+        block = s.control or {}
         where = where.removeprefix("control").strip()
     return metric.value(block, where or None)
 
@@ -189,11 +189,11 @@ def tool_versions(tools: dict[str, str]) -> str:
     return ", ".join(gym + [f"{k} {v}" for k, v in sorted(rest.items())])
 
 
-def configuration(s: dict[str, Any]) -> str:
-    spec = s["spec"]
+def configuration(s: RunSummary) -> str:
+    spec = s.spec
     text = (
         f"batch {spec.get('batch_groups', '?')} x group {spec.get('group_size', '?')}, "
-        f"max_staleness {spec.get('max_staleness', '?')}, {s.get('gym_workers', '?')} gym workers"
+        f"max_staleness {spec.get('max_staleness', '?')}, {s.gym_workers or '?'} gym workers"
     )
     if spec["oversample"]:  # 0 or None (not recorded): nothing to say
         text += f", oversample {spec['oversample']}"

@@ -25,7 +25,7 @@ from typing import Any
 from harness.costcard import CostCard
 from harness.sim.pipeline import SimConfig
 from harness.sim.stages import Stages
-from harness.simulate import simulate_modes
+from harness.simulate import Simulated, simulate_modes
 
 HEADROOM = 1.3  # the design's rule: utilisation rho = lambda E[S] / n stays near 1 / 1.3
 GROUPS_PER_ENGINE = 4
@@ -89,7 +89,7 @@ class Plan:
     workers_per_node: int
     max_staleness: int
     reached: bool  # the simulated idle ratio is at or under the target
-    summary: dict[str, Any]  # simulate_modes at the recommendation, sync and async
+    summary: Simulated  # simulate_modes at the recommendation, sync and async
     tried: list[tuple[int, int, float]]  # (max_staleness, workers per node, async idle ratio)
     warnings: list[str]
 
@@ -126,7 +126,7 @@ def plan(
         if key not in tried:
             started = time.monotonic()
             config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
-            tried[key] = simulate_modes(card, stages, config, ("async",))["modes"]["async"]["trainer_idle_ratio"]
+            tried[key] = simulate_modes(card, stages, config, ("async",)).modes["async"].trainer_idle_ratio
             if on_try is not None:
                 on_try(f"simulated max_staleness {staleness}, {per_node} gym workers per node: async trainer idle "
                        f"{tried[key]:.1%} ({time.monotonic() - started:.2f} s)")  # fmt: skip
@@ -184,13 +184,13 @@ def _fewest(good: Callable[[int], bool], most: int, guess: int) -> int:
 
 def _warnings(p: Plan) -> list[str]:
     found = []
-    figures = p.summary["modes"]["async"]
-    stage = figures["stage_per_step"]
+    figures = p.summary.modes["async"]
+    stage = figures.stage_per_step
     if stage["generate"] > stage["train"]:
         found.append(
             f"rollout is slower than training (generation {stage['generate']:.2f} s vs training "
             f"{stage['train']:.2f} s per step): the trainer waits every step and step times can alternate "
-            f"long/short (the depth-1 pipeline bubble; simulated: {figures['oscillation']}). Give generation "
+            f"long/short (the depth-1 pipeline bubble; simulated: {figures.oscillation}). Give generation "
             "more accelerators or a faster profile, or generate less per step (--group, --batch); a larger "
             "max_staleness hides it only at the cost of staler samples."
         )
@@ -209,7 +209,8 @@ def _warnings(p: Plan) -> list[str]:
 
 def render(p: Plan, card_from: str, stages_from: str) -> list[str]:
     """The plan in lines of text, for the terminal."""
-    c, r, sync, async_ = p.cluster, p.rule, p.summary["modes"]["sync"], p.summary["modes"]["async"]
+    c, r, sync, async_ = p.cluster, p.rule, p.summary.modes["sync"], p.summary.modes["async"]
+    depth = p.summary.ready_depth["async"]
     rho = r.arrival_per_s * r.service_mean_s / (p.workers_per_node * c.nodes)
     lines = [
         f"card: {card_from}",
@@ -223,11 +224,11 @@ def render(p: Plan, card_from: str, stages_from: str) -> list[str]:
         f"simulated: {p.workers_per_node} gym workers per node, max_staleness {p.max_staleness} "
         f"(rho = {rho:.2f}); target idle ratio {p.target_idle:.0%} {'reached' if p.reached else 'NOT reached'}",
         f"buffer depth: {p.buffer_groups} groups ((max_staleness + 1) x batch may be in flight or ready); "
-        f"ready queue at a take: mean {async_['ready_depth_mean']:.1f}, max {async_['ready_depth_max']}",
-        f"predicted trainer idle ratio: async {async_['trainer_idle_ratio']:.1%}, sync "
-        f"{sync['trainer_idle_ratio']:.1%}; step time async {async_['step_time_mean']:.2f} s, sync "
-        f"{sync['step_time_mean']:.2f} s; speedup {p.summary['comparison']['speedup']:.2f}x; "
-        f"{async_['samples_per_s']:.1f} samples/s",
+        f"ready queue at a take: mean {depth['mean']:.1f}, max {depth['max']}",
+        f"predicted trainer idle ratio: async {async_.trainer_idle_ratio:.1%}, sync "
+        f"{sync.trainer_idle_ratio:.1%}; step time async {async_.step_time_mean:.2f} s, sync "
+        f"{sync.step_time_mean:.2f} s; speedup {(p.summary.comparison or {})['speedup']:.2f}x; "
+        f"{async_.samples_per_s:.1f} samples/s",
     ]
     for staleness, per_node, idle in p.tried:
         if staleness < p.max_staleness and per_node == c.cores_per_node:
@@ -244,7 +245,7 @@ def to_json(p: Plan, card_from: str, stages_from: str) -> dict[str, Any]:
             "placement": "disaggregated"},
         "batch_groups": p.batch_groups, "group_size": p.group_size, "target_idle": p.target_idle,
         "sizing_rule": vars(p.rule), "workers_per_node": p.workers_per_node, "max_staleness": p.max_staleness,
-        "buffer_groups": p.buffer_groups, "reached": p.reached, "simulated": p.summary,
+        "buffer_groups": p.buffer_groups, "reached": p.reached, "simulated": p.summary.to_json(),
         "tried": [{"max_staleness": s, "workers_per_node": n, "trainer_idle_ratio": i} for s, n, i in p.tried],
         "warnings": p.warnings,
     }  # fmt: skip

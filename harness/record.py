@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.outputs import RESULTS, naming, write_text
-from harness.rundir import SCHEMA_VERSION
+from harness.summary import SCHEMA_VERSION, RunSummary
 from trainer.pipeline import RunResult, StepRecord
 from trainer.types import Fate
 
@@ -159,9 +159,14 @@ def _append_csv(path: Path, header: list[str], rows: Iterable[list[Any]]) -> Non
         writer.writerows(rows)
 
 
-def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
-    """summary.json, in the current schema (harness/rundir.py reads every older one); its run id is
-    the directory's name."""
-    summary["run_id"] = run_dir.name
-    summary["schema_version"] = SCHEMA_VERSION
-    write_text(run_dir / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+def write_summary(run_dir: Path, draft: dict[str, Any]) -> RunSummary:
+    """summary.json from the benchmark's `draft` of it, as a RunSummary of the current schema
+    (harness/rundir.py reads every older one); its run id is the directory's name."""
+    summary = RunSummary.from_json({**draft, "run_id": run_dir.name, "schema_version": SCHEMA_VERSION})
+    write_text(run_dir / "summary.json", summary_json(summary))
+    return summary
+
+
+def summary_json(summary: RunSummary) -> str:
+    """What summary.json holds (and `harness benchmark --json` prints)."""
+    return json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n"

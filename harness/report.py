@@ -18,6 +18,7 @@ from harness.html import Cell, cell, page, table
 from harness.intervals import with_interval
 from harness.outputs import naming, write_bytes, write_text
 from harness.rundir import Run, bias_of, load_run, service_stats, service_times
+from harness.summary import Measured, RunSummary
 from trainer.attribution import PARTS
 from trainer.policies.replay import PLACEMENTS
 from trainer.types import FATES
@@ -44,11 +45,11 @@ def write_report(run_dir: Path) -> Path:
 def report_html(run: Run, images: dict[str, bytes]) -> str:
     s = run.summary
     parts = [
-        f"<p><a href=../../index.html>&larr; leaderboard</a></p>\n<h1>{escape(s['gym'])}: sync vs async</h1>",
+        f"<p><a href=../../index.html>&larr; leaderboard</a></p>\n<h1>{escape(s.gym)}: sync vs async</h1>",
         f"<p class=sub>run <span class=mono>{escape(run.run_id)}</span> &middot; {_setup_line(s)}</p>",
     ]
     if run.emulated_label:
-        profile = s.get("profile") or {}
+        profile = s.profile or {}
         parts.append(
             f"<p class=banner><span class=badge>{escape(run.emulated_label)}</span> Generation, training and "
             f"weight sync are emulated: they wait the stage times of the hardware profile "
@@ -57,7 +58,7 @@ def report_html(run: Run, images: dict[str, bytes]) -> str:
             "Every gym step is real work in the sandbox.</p>"
         )
     parts.append(_headline(s))
-    if len(s.get("repeats") or []) > 1 or s.get("control"):
+    if len(s.repeats) > 1 or s.control:
         parts.append("<h2>Repeats and control</h2>\n" + _repeats_and_control(s))
     parts.append("<h2>Metrics</h2>\n" + _metrics_table(run))
     for spec in FIGURES:
@@ -72,16 +73,16 @@ def report_html(run: Run, images: dict[str, bytes]) -> str:
             parts.append(_bias_section(run))
     parts.append("<h2>Trajectory accounting and oscillation</h2>\n" + _accounting(run))
     parts.append("<h2>Configuration and provenance</h2>\n" + _provenance(s))
-    return page(f"{s['gym']} · {run.run_id} · heavygym report", "\n".join(parts))
+    return page(f"{s.gym} · {run.run_id} · heavygym report", "\n".join(parts))
 
 
-def _setup_line(s: dict[str, Any]) -> str:
-    spec = s["spec"]
+def _setup_line(s: RunSummary) -> str:
+    spec = s.spec
     return escape(
         f"policy {spec.get('policy', '?')}, batch {spec.get('batch_groups', '?')} prompts x group "
         f"{spec.get('group_size', '?')} samples per step, max_staleness {spec.get('max_staleness', '?')} (async), "
         f"{_oversampling(spec.get('oversample'))}, "
-        f"{s.get('gym_workers', '?')} gym workers, {spec.get('steps', '?')} steps per mode (the first is warm-up)"
+        f"{s.gym_workers or '?'} gym workers, {spec.get('steps', '?')} steps per mode (the first is warm-up)"
     )
 
 
@@ -89,11 +90,11 @@ def _oversampling(k: int | None) -> str:
     return "over-sampling -" if k is None else f"over-sampling {k} groups"  # None: recorded before the option
 
 
-def _headline(s: dict[str, Any]) -> str:
-    c = s.get("comparison")
+def _headline(s: RunSummary) -> str:
+    c = s.comparison
     if not c:
         return "<p class=headline>One mode only: no sync/async comparison.</p>"
-    repeats = len(s.get("repeats") or [])
+    repeats = len(s.repeats)
     over = f" (means of {repeats} repeats)" if repeats > 1 else ""
     return (
         f"<p class=headline>Async is <b>{c['speedup']:.2f}x</b> faster per step than sync{over} (ideal "
@@ -102,14 +103,14 @@ def _headline(s: dict[str, Any]) -> str:
     )
 
 
-def _repeats_and_control(s: dict[str, Any]) -> str:
+def _repeats_and_control(s: RunSummary) -> str:
     """The run's figures as means over its repeats with 95 % intervals, beside the control's
     (the same configuration with an instant gym: what is left without gym work)."""
-    blocks = [("this run", s)] + ([(f"control: {s['control'].get('gym', 'instant gym')}", s["control"])]
-                                  if s.get("control") else [])  # fmt: skip
+    blocks = [("this run", s)] + ([(f"control: {s.control.gym}", s.control)]
+                                  if s.control else [])  # fmt: skip
 
-    def shown(block: dict[str, Any], metric: catalogue.Metric, name: str, mode: str | None) -> str:
-        spread = (block.get("intervals") or {}).get(name)
+    def shown(block: Measured, metric: catalogue.Metric, name: str, mode: str | None) -> str:
+        spread = block.intervals.get(name)
         if spread and spread.get("mean") is not None:
             return with_interval(spread["mean"], spread, metric.text)
         return metric.text(metric.value(block, mode))  # a single repeat: its own figure
@@ -119,7 +120,7 @@ def _repeats_and_control(s: dict[str, Any]) -> str:
             for metric in catalogue.CATALOGUE for name, mode in metric.interval_names()]  # fmt: skip
     bias = catalogue.BY_KEY["slow_fast_acceptance"]
     rows.append([cell(f"{bias.label} (pooled)"), *(cell(bias.text(bias.value(b)), numeric=True) for _, b in blocks)])
-    repeats = len(s.get("repeats") or []) or 1
+    repeats = len(s.repeats) or 1
     note = (f"<p class=sub>Means over {repeats} sync/async pairs run in ABBA order, with 95 % Student's t "
             "intervals over the pairs in brackets.</p>" if repeats > 1 else "")  # fmt: skip
     return note + table(["figure", *(name for name, _ in blocks)], rows)
@@ -142,12 +143,12 @@ def _metrics_table(run: Run) -> str:
 def _wait_split_rows(run: Run) -> list[list[Cell]]:
     """train_wait's parts (trainer/attribution.py), seconds per step and share of the wait; `-`
     for a run recorded before the split existed."""
-    figures = [run.summary["modes"][m] for m in run.modes]
+    figures = [run.summary.modes[m] for m in run.modes]
     rows = []
     for part in PARTS:
         values = []
         for f in figures:
-            split, total = f.get("wait_split"), f.get("train_wait_mean") or 0.0
+            split, total = f.wait_split, f.train_wait_mean
             if not split:
                 values.append("-")
                 continue
@@ -194,8 +195,8 @@ BIAS_ROWS = (
 def _bias_section(run: Run) -> str:
     """The slow-sample bias audit of each mode (trainer/bias.py); dashes for a run recorded before it."""
     audits = {mode: bias_of(run.summary, mode) for mode in run.modes}
-    repeats = len(run.summary.get("repeats") or [])
-    pooled = f" Pooled over the {repeats} repeats of each mode." if repeats > 1 and run.summary.get("bias") else ""
+    repeats = len(run.summary.repeats)
+    pooled = f" Pooled over the {repeats} repeats of each mode." if repeats > 1 and run.summary.bias else ""
     rows = [[cell(label), *(cell(_bias_figure(audits[m], key, fmt), numeric=True) for m in run.modes)]
             for label, key, fmt in BIAS_ROWS]  # fmt: skip
     rows += [[cell(f"trajectories {fate.replace('_', ' ')}"),
@@ -226,30 +227,30 @@ def _bias_figure(audit: dict[str, Any] | None, key: str, fmt: str) -> str:
 def _accounting(run: Run) -> str:
     rows = []
     for mode in run.modes:
-        m = run.summary["modes"][mode]
-        acc = m["accounting"]
+        m = run.summary.modes[mode]
+        acc = m.accounting
         counts = [acc.get(k, "-") for k in ("generated", "trained", "dropped_stale", "errored", "in_flight")]
         rows.append([cell(mode), *(cell(n, numeric=True) for n in counts),
-                     cell("yes" if acc.get("balanced") else "NO"), cell(m.get("oscillation", "-"))])  # fmt: skip
+                     cell("yes" if acc.get("balanced") else "NO"), cell(m.oscillation)])  # fmt: skip
     headers = ["mode", "generated", "trained", "dropped stale", "errored", "in flight", "balanced", "verdict"]
     return table(headers, rows)
 
 
-def _provenance(s: dict[str, Any]) -> str:
-    git = s["git"]
+def _provenance(s: RunSummary) -> str:
+    git = s.git
     commit = str(git.get("commit") or "unknown") + (" (uncommitted changes)" if git.get("dirty") else "")
-    hw = s["hardware"]
+    hw = s.hardware
     rows: list[list[Cell]] = [
-        [cell("run"), cell(s["run_id"])],
-        [cell("gym"), cell(s["gym"])],
+        [cell("run"), cell(s.run_id)],
+        [cell("gym"), cell(s.gym)],
         [cell("git commit"), Cell(f"<span class=mono>{escape(commit)}</span>")],
         *([cell(f"hardware: {k}"), cell(_plain(v))] for k, v in sorted(hw.items())),
-        *([cell(f"tool: {k}"), cell(v)] for k, v in sorted(s["tools"].items())),
-        *([cell(f"spec: {k}"), cell(_plain(v))] for k, v in sorted(s["spec"].items())),
+        *([cell(f"tool: {k}"), cell(v)] for k, v in sorted(s.tools.items())),
+        *([cell(f"spec: {k}"), cell(_plain(v))] for k, v in sorted(s.spec.items())),
     ]
-    if s.get("profile"):
-        rows += [[cell(f"profile: {k}"), cell(_plain(v))] for k, v in sorted(s["profile"].items()) if k != "sources"]
-        rows += [[cell(f"profile source: {k}"), cell(v)] for k, v in sorted(s["profile"].get("sources", {}).items())]
+    if s.profile:
+        rows += [[cell(f"profile: {k}"), cell(_plain(v))] for k, v in sorted(s.profile.items()) if k != "sources"]
+        rows += [[cell(f"profile source: {k}"), cell(v)] for k, v in sorted(s.profile.get("sources", {}).items())]
     return table(["", ""], rows)
 
 

@@ -14,14 +14,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from harness.summary import SCHEMA_VERSION, Measured, RunSummary
 from trainer.pipeline import StepRecord
 from trainer.timeline import Span
 from trainer.types import FATES
 
 MODE_ORDER = ("sync", "async")
-# summary.json's schema. Version 1 (no field) covers every run written before it was recorded;
-# `upgrade` reads each older version as the current one, the one place that knows what they lack.
-SCHEMA_VERSION = 2
 # What the report and the leaderboard read from each mode of summary.json.
 NUMBERS = ("step_time_mean", "train_wait_mean", "trainer_idle_ratio", "samples_per_s", "reward_mean",
            "staleness_mean", "ideal_step_time")  # fmt: skip
@@ -40,31 +38,30 @@ class RunDirError(ValueError):
 @dataclass(frozen=True)
 class Run:
     path: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     steps: dict[str, list[StepRecord]]  # by mode
     depth: dict[str, list[tuple[float, int]]]  # by mode: (time, ready-buffer depth)
     spans: dict[str, list[Span]]  # by mode
 
     @property
     def run_id(self) -> str:
-        return str(self.summary["run_id"])
+        return self.summary.run_id
 
     @property
     def modes(self) -> list[str]:
-        return ordered_modes(self.summary["modes"])
+        return ordered_modes(self.summary.modes)
 
     @property
     def emulated_label(self) -> str | None:
         """'emulated (profile NAME)' when generation, training and weight sync were emulated."""
-        if not self.summary.get("emulated"):
+        if not self.summary.emulated:
             return None
-        return f"emulated (profile {(self.summary.get('profile') or {}).get('name', '?')})"
-
+        return f"emulated (profile {(self.summary.profile or {}).get('name', '?')})"
 
     @property
     def placement(self) -> str | None:
         """Where the emulated stages ran: colocated or disaggregated; None for measured stages."""
-        return self.summary["placement"] if self.summary["emulated"] else None
+        return self.summary.placement if self.summary.emulated else None
 
 
 def ordered_modes(modes: dict[str, Any]) -> list[str]:
@@ -80,8 +77,8 @@ def find_run(run: str, results_root: Path) -> Path:
     raise RunDirError(f"no run {run!r}: neither a directory nor a run under {results_root / 'runs'}")
 
 
-def load_summary(path: Path) -> dict[str, Any]:
-    """summary.json of a run, checked for what the report and the leaderboard read."""
+def load_summary(path: Path) -> RunSummary:
+    """summary.json of a run in the current schema, whatever schema it was written in."""
     file = path / "summary.json"
     if not file.is_file():
         raise RunDirError(f"{path}: summary.json is missing (a run that did not finish?)")
@@ -106,25 +103,30 @@ def load_summary(path: Path) -> dict[str, Any]:
     for where, audit in _audits(summary):
         if not _is_audit(audit):
             raise RunDirError(f"{file}: {where} is not a bias audit (fates, 4 quartiles or none, rewards, shares)")
-    comparison = summary.get("comparison", {})
+    comparison = summary.get("comparison") or {}  # none (null) when one mode ran
     if not isinstance(comparison, dict) or not all(_number(v) for v in comparison.values()):
         raise RunDirError(f"{file}: comparison is not a table of numbers")
     version = summary.get("schema_version", 1)
     if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
         raise RunDirError(f"{file}: schema_version {version!r} is not one this heavygym reads (1 to "
                           f"{SCHEMA_VERSION}); a newer heavygym wrote it")  # fmt: skip
-    return upgrade(summary)
+    try:
+        return RunSummary.from_json(upgrade(summary))
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a field of the wrong shape
+        raise RunDirError(f"{file}: {exc}") from None
 
 
 def upgrade(summary: dict[str, Any]) -> dict[str, Any]:
-    """`summary` (checked by load_summary) in the current schema, with what older runs lack filled
-    in as they measured it, so that no reader needs to know a run's age:
-    - before placement was an option, every emulated run was disaggregated;
+    """`summary` (checked by load_summary) as JSON of the current schema, with what older runs lack
+    filled in as they measured it, so that no reader needs to know a run's age:
+    - before placement was an option, every emulated run was disaggregated, and no stage waited
+      for a shared accelerator (accelerator wait 0);
+    - before worker nodes were recorded, a mode has no per-node utilisation (empty, as a pool
+      that reports no nodes);
     - before over-sampling, none was done (None: the report shows '-', as the run never said);
     - before the executor, gym workers ran locally;
-    - before the bias audit and wait attribution, their figures are None;
-    - before repeats, the run is its own single repeat; before pooled audits, a mode's own is its pool;
-    - before the GPU sampler, GPU idle was not measured (None).
+    - before a figure was measured, it is None (the defaults of trainer/metrics.py's ModeSummary);
+    - before repeats, the run is its own single repeat; before pooled audits, a mode's own is its pool.
     """
     s = summary  # a fresh load: upgraded in place
     s["schema_version"] = SCHEMA_VERSION
@@ -134,25 +136,33 @@ def upgrade(summary: dict[str, Any]) -> dict[str, Any]:
     for block in (s, s.get("control")):
         if not isinstance(block, dict):
             continue
-        for figures in block.get("modes", {}).values():
-            for key in ("bias", "wait_split", "wait_split_per_step", "gym_wait_share", "gpu"):
-                figures.setdefault(key, None)
+        for figures in _mode_blocks(block):
+            figures.setdefault("placement", s["placement"])
+            figures.setdefault("accelerator_wait_mean", 0.0)
+            figures.setdefault("gym_utilisation_by_node", {})
         pooled = block.get("bias") or {}
-        own = {mode: figures["bias"] for mode, figures in block.get("modes", {}).items()}
+        own = {mode: figures.get("bias") for mode, figures in block.get("modes", {}).items()}
         block["bias"] = {mode: pooled.get(mode) or own.get(mode) for mode in sorted({*pooled, *own})}
         block.setdefault("repeats", [])
         block.setdefault("intervals", {})
     return s
 
 
+def _mode_blocks(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """The figures of every mode in `block`, its repeats' included (JSON not yet checked)."""
+    repeats = [r.get("modes") for r in block.get("repeats") or [] if isinstance(r, dict)]
+    modes = [block.get("modes"), *repeats]
+    return [f for m in modes if isinstance(m, dict) for f in m.values() if isinstance(f, dict)]
+
+
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def bias_of(block: dict[str, Any], mode: str) -> dict[str, Any] | None:
+def bias_of(block: Measured, mode: str) -> dict[str, Any] | None:
     """The slow-sample bias audit of `mode` in a loaded summary (or its control block), pooled over
     the repeats; None for a run recorded before the audit."""
-    return (block.get("bias") or {}).get(mode)
+    return block.bias.get(mode)
 
 
 def _audits(summary: dict[str, Any]) -> list[tuple[str, object]]:

@@ -18,27 +18,41 @@ from harness.costcard import CostCard, find_card, load, run_card
 from harness.rundir import find_run, load_run
 from harness.sim.pipeline import SimConfig, simulate
 from harness.sim.stages import Stages, from_profile, from_run
-from trainer.metrics import compare, summarize
+from harness.summary import RunSummary
+from trainer.metrics import ModeSummary, compare, summarize
 from trainer.policies.profiles import load_profile
+from trainer.records import Record
 
 NOT_MODELLED = ("reward_mean", "pass_rate")
 
 
-def simulate_modes(card: CostCard, stages: Stages, config: SimConfig, modes: tuple[str, ...]) -> dict[str, Any]:
-    """Every mode on the same configuration, as a benchmark summary: {"modes": ..., "comparison": ...}."""
-    summary: dict[str, Any] = {"card": card.source, "stages": stages.source, "placement": config.placement, "modes": {}}
+@dataclass(frozen=True)
+class Simulated(Record):
+    """Every mode simulated on one configuration, as a benchmark reports them; `harness simulate
+    --json` prints it."""
+
+    gym: str
+    card: str  # the cost card's source
+    stages: str  # where the accelerator stages' costs came from
+    placement: str
+    modes: dict[str, ModeSummary]  # reward and pass rate are not modelled: None
+    ready_depth: dict[str, dict[str, float]]  # per mode: the ready groups left when a batch is taken (mean, max)
+    comparison: dict[str, float] | None = None
+    card_from: str | None = None  # how `harness simulate` found the card
+
+
+def simulate_modes(card: CostCard, stages: Stages, config: SimConfig, modes: tuple[str, ...]) -> Simulated:
+    """Every mode on the same configuration."""
+    figures, depth = {}, {}
     for mode in modes:
         result = simulate(card, stages, replace(config, mode=mode))
-        figures = summarize(result)
-        for key in NOT_MODELLED:
-            figures.pop(key)
+        measured = summarize(result)
+        engines = {"gym_workers": config.gym_workers, "engines": config.engines, "trainers": config.trainers}
+        figures[mode] = replace(measured, **dict.fromkeys(NOT_MODELLED), config={**measured.config, **engines})
         depths = [d for _, d in result.depth_series[1:]] or [0]  # ready groups left when a batch is taken
-        figures.update(ready_depth_mean=statistics.fmean(depths), ready_depth_max=max(depths))
-        figures["config"].update(gym_workers=config.gym_workers, engines=config.engines, trainers=config.trainers)
-        summary["modes"][mode] = figures
-    if {"sync", "async"} <= set(modes):
-        summary["comparison"] = compare(summary["modes"]["sync"], summary["modes"]["async"])
-    return summary
+        depth[mode] = {"mean": statistics.fmean(depths), "max": max(depths)}
+    comparison = compare(figures["sync"], figures["async"]) if {"sync", "async"} <= set(modes) else None
+    return Simulated(card.gym, card.source, stages.source, config.placement, figures, depth, comparison)
 
 
 # -- fidelity: a real run against its own simulation ----------------------------------------
@@ -61,8 +75,8 @@ class Fidelity:
     repeats: int
     config: SimConfig
     modes: tuple[str, ...]
-    measured: dict[str, Any]  # the run's summary.json
-    predicted: list[dict[str, Any]]  # one simulate_modes summary per repeat
+    measured: RunSummary
+    predicted: list[Simulated]  # one per repeat
 
     def predicted_mean(self, mode: str, key: str) -> tuple[float, float]:
         values = [p["modes"][mode][key] for p in self.predicted]
@@ -76,7 +90,7 @@ class Fidelity:
         return 100 * (sum(v < measured for v in values) + 0.5 * sum(v == measured for v in values)) / len(values)
 
     def speedup(self) -> tuple[float, float] | None:
-        if "comparison" not in self.measured:
+        if not self.measured.comparison:
             return None
         values = [p["comparison"]["speedup"] for p in self.predicted]
         return statistics.fmean(values), statistics.pstdev(values)
@@ -105,24 +119,25 @@ def resimulate(run: str, results_root: Path, repeats: int = 100, seed: int = 0) 
         raise ValueError(f"--repeats must be at least 1, got {repeats}")
     path = find_run(run, results_root)
     recorded = load_run(path)
-    spec = recorded.summary["spec"]
+    summary = recorded.summary
+    spec = summary.spec
     config = SimConfig(
         steps=int(spec["steps"]), batch_groups=int(spec["batch_groups"]), group_size=int(spec["group_size"]),
-        max_staleness=int(spec["max_staleness"]), oversample=_oversample(recorded.summary),
-        gym_workers=int(recorded.summary["gym_workers"]),
-        placement=recorded.summary.get("placement") or "disaggregated",  # real stages: their own hardware
+        max_staleness=int(spec["max_staleness"]), oversample=_oversample(summary),
+        gym_workers=int(summary.gym_workers or 1),
+        placement=summary.placement or "disaggregated",  # real stages: their own hardware
     )  # fmt: skip
     card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
     predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]
-    return Fidelity(recorded.run_id, recorded.summary["gym"], repeats, config, modes, recorded.summary, predicted)
+    return Fidelity(recorded.run_id, summary.gym, repeats, config, modes, summary, predicted)
 
 
-def _oversample(summary: dict[str, Any]) -> int:
+def _oversample(summary: RunSummary) -> int:
     """A run's over-sampling, from its modes' configs (or its spec); 0 for runs from before it."""
-    default = summary["spec"]["oversample"] or 0
-    found = {int(figures["config"].get("oversample", default)) for figures in summary["modes"].values()}
+    default = summary.spec["oversample"] or 0
+    found = {int(figures.config.get("oversample", default)) for figures in summary.modes.values()}
     if len(found) > 1:
-        raise ValueError(f"run {summary['run_id']}: its modes over-sampled differently ({sorted(found)}); "
+        raise ValueError(f"run {summary.run_id}: its modes over-sampled differently ({sorted(found)}); "
                          "a re-simulation models one configuration: re-simulate a run of one oversample")  # fmt: skip
     return found.pop()
 
@@ -183,8 +198,8 @@ def fidelity_row(fid: Fidelity) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def summary_table(summary: dict[str, Any]) -> Table:
-    modes = summary["modes"]
+def summary_table(summary: Simulated) -> Table:
+    modes = summary.modes
     table = Table("metric", *modes)
     for label, key, fmt in (*COMPARED, ("avg train_time (s)", "train_time_mean", ".2f"),
                             ("rollout idle ratio (mean engine)", "rollout_idle_ratio", ".1%"),
@@ -195,11 +210,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
 
 def simulate_gym(
     gym: str | None, card_path: Path | None, profile: str, config: SimConfig, modes: tuple[str, ...], results_root: Path
-) -> dict[str, Any]:
+) -> Simulated:
     """`harness simulate` without --run: a gym's card (harness.costcard.find_card) and a profile."""
     if gym is None and card_path is None:
         raise ValueError("name a gym (--gym NAME) or a card (--card PATH), or re-simulate a run (--run RUN_ID)")
     card, where = (load(card_path), str(card_path)) if gym is None else find_card(gym, results_root, card_path)
-    summary = simulate_modes(card, from_profile(load_profile(profile)), config, modes)
-    summary.update(gym=card.gym, card_from=where)
-    return summary
+    return replace(simulate_modes(card, from_profile(load_profile(profile)), config, modes), card_from=where)

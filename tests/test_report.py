@@ -137,6 +137,10 @@ def _mode_figures(
         "accounting": {"generated": 16 + errored, "trained": 12, "dropped_stale": 0, "errored": errored,
                        "in_flight": 4, "balanced": True},
         "ideal_step_time": actor + update, "oscillation": "training-bound: rollout keeps ahead of training",
+        "placement": "disaggregated", "accelerator_wait_mean": 0.0, "warmup_step_time": step_time,
+        "gym_utilisation_by_node": {"local": {"workers": 2.0, "busy_s": 0.4 * 3 * step_time, "utilisation": 0.2}},
+        "stage_per_step": {"generate": 0.2 * step_time, "gym": 0.1 * step_time, "train": actor + update},
+        "rollout_train_rate_ratio": 0.2 * step_time / (actor + update), "step_time_lag1_autocorrelation": None,
     }  # fmt: skip
 
 
@@ -234,7 +238,8 @@ def _bias_table_row(label: str, *values: str) -> str:
 def test_report_shows_the_slow_sample_bias_pooled_over_repeats(tmp_path):
     run_dir = make_run(tmp_path, "20260101T000000Z-toy", bias=True)
     summary = json.loads((run_dir / "summary.json").read_text())
-    summary["repeats"] = [{"repeat": 1, "modes": summary["modes"]}, {"repeat": 2, "modes": summary["modes"]}]
+    summary["repeats"] = [{"repeat": r, "order": list(reversed(summary["modes"])) if r % 2 == 0 else list(summary["modes"]),
+                           "modes": summary["modes"]} for r in (1, 2)]  # fmt: skip
     summary["control"] = {"gym": "instant", "modes": {}, "bias": {"async": AUDITS["pooled"]["sync"]}}
     (run_dir / "summary.json").write_text(json.dumps(summary))
     page = write_report(run_dir).read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
@@ -13,17 +14,20 @@ from harness import catalogue, intervals
 from harness.figures import FIGURES
 from harness.leaderboard import make_row
 from harness.report import report_html
-from harness.rundir import SCHEMA_VERSION, RunDirError, load_run, load_summary, upgrade
+from harness.rundir import SCHEMA_VERSION, RunDirError, load_run, load_summary
+from trainer.types import FATES
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 PUBLISHED = sorted(p for p in (RESULTS / "runs").iterdir() if p.is_dir())
+# the first round's runs, kept for docs/simulate.md's fidelity table: the oldest records there are
+FIRST_ROUND = sorted(p for p in (Path(__file__).parent / "fixtures" / "results" / "runs").iterdir() if p.is_dir())
 
 
 def test_there_are_published_runs_to_check():
-    assert len(PUBLISHED) >= 10
+    assert len(PUBLISHED) >= 10 and len(FIRST_ROUND) >= 4
 
 
-@pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PUBLISHED + FIRST_ROUND, ids=lambda p: p.name)
 def test_a_published_run_loads_in_the_current_schema_and_draws(path):
     run = load_run(path)
     s = run.summary
@@ -52,20 +56,61 @@ def test_published_rows_keep_the_figures_they_were_published_with():
     assert compared >= 10 * len(published)
 
 
+def _published_summary() -> dict:
+    return json.loads((PUBLISHED[-1] / "summary.json").read_text())
+
+
 def test_an_old_run_is_read_as_it_measured(tmp_path):
-    """A summary from before placement, over-sampling, the executor, repeats, pooled audits and
-    wait attribution: each reader finds what the run measured, named in the current schema."""
-    audit = {"fates": {}, "quartiles": [], "slow_fast_acceptance": 0.5}
-    old = {"run_id": "r", "gym": "g", "emulated": True, "spec": {"steps": 3}, "hardware": {}, "git": {},
-           "tools": {}, "modes": {"async": {"bias": audit, "trainer_idle_ratio": 0.1}}}  # fmt: skip
-    s = upgrade(json.loads(json.dumps(old)))
-    assert s["schema_version"] == SCHEMA_VERSION and s["placement"] == "disaggregated"
-    assert s["spec"] == {"steps": 3, "oversample": None, "executor": "local"}
-    assert s["bias"] == {"async": audit} and s["repeats"] == [] and s["intervals"] == {}
-    assert s["modes"]["async"]["wait_split"] is None and s["modes"]["async"]["gpu"] is None
-    assert catalogue.BY_KEY["slow_fast_acceptance"].value(s) == 0.5
-    measured = upgrade({**json.loads(json.dumps(old)), "emulated": False})
-    assert measured["placement"] is None  # real stages: nothing was placed
+    """A summary from before placement, over-sampling, the executor, repeats, pooled audits, wait
+    attribution and the GPU sampler: each reader finds what the run measured, in the current schema."""
+    old = _published_summary()
+    audit = {"fates": dict.fromkeys(FATES, 0), "quartiles": [], "slow_fast_acceptance": 0.5,
+             "reward_trained": None, "reward_dropped": None, "gym_s_dropped_share": 0.0}  # fmt: skip
+    for key in ("placement", "repeats", "intervals", "bias", "control", "schema_version", "gym_pool"):
+        old.pop(key, None)
+    for key in ("oversample", "executor"):
+        old["spec"].pop(key, None)
+    for mode, figures in old["modes"].items():
+        for key in ("wait_split", "wait_split_per_step", "gym_wait_share", "gpu", "weight_sync", "bias",
+                    "accelerator_idle_ratio", "gym_s_per_trained_sample"):  # fmt: skip
+            figures.pop(key, None)
+        figures["bias"] = audit if mode == "async" else None
+    for emulated, placement in ((True, "disaggregated"), (False, None)):
+        (tmp_path / "summary.json").write_text(json.dumps({**old, "emulated": emulated}))
+        s = load_summary(tmp_path)
+        assert s.schema_version == SCHEMA_VERSION and s.placement == placement  # real stages: nothing was placed
+        assert s.spec["oversample"] is None and s.spec["executor"] == "local"
+        assert s.bias == {"async": audit, "sync": None} and s.repeats == [] and s.intervals == {}
+        assert s.modes["async"].wait_split is None and s.modes["async"].gpu is None and s.control is None
+        assert catalogue.BY_KEY["slow_fast_acceptance"].value(s) == 0.5
+
+
+def test_a_field_the_schema_does_not_have_is_one_clear_error(tmp_path):
+    """A misspelt or unknown key, in a mode, a repeat's mode or the run, names itself and the file."""
+    file = tmp_path / "summary.json"
+    for where in ("run", "mode", "repeat"):
+        s = _published_summary()
+        block = {"run": s, "mode": s["modes"]["sync"], "repeat": s["repeats"][-1]["modes"]["async"]}[where]
+        block["trainer_idle_ratoi"] = 0.5
+        file.write_text(json.dumps(s))
+        with pytest.raises(RunDirError, match=f"{file}: .*unknown field trainer_idle_ratoi"):
+            load_summary(tmp_path)
+    s = _published_summary()
+    del s["modes"]["sync"]["oscillation"]
+    file.write_text(json.dumps(s))
+    with pytest.raises(RunDirError, match="mode sync: lacks oscillation"):
+        load_summary(tmp_path)
+
+
+def test_a_loaded_summary_round_trips_and_cannot_be_changed(tmp_path):
+    summary = load_summary(PUBLISHED[-1])
+    (tmp_path / "summary.json").write_text(json.dumps(summary.to_json()))
+    again = load_summary(tmp_path)
+    assert again == summary and again.modes["async"].trainer_idle_ratio == summary["modes"]["async"]["trainer_idle_ratio"]
+    with pytest.raises(FrozenInstanceError):
+        summary.modes["async"].trainer_idle_ratio = 0.0  # type: ignore[misc]
+    with pytest.raises(KeyError):
+        summary.modes["async"]["trainer_idle_ratoi"]
 
 
 def test_a_summary_from_a_newer_heavygym_is_one_clear_error(tmp_path):

@@ -242,7 +242,7 @@ def test_stages_from_a_run_are_its_span_durations():
 # -- the command line -------------------------------------------------------------------------
 
 
-def test_replay_prints_predicted_beside_measured():
+def test_resimulate_prints_predicted_beside_measured():
     out = harness("simulate", "--run", VERILOG_RUN, "--repeats", "3", "--results", str(RESULTS),
                   env={"COLUMNS": "200"})  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -251,7 +251,7 @@ def test_replay_prints_predicted_beside_measured():
     assert "speedup" in out.stdout and "vs 1.50x" in out.stdout
 
 
-def test_replay_json_has_both_columns(monkeypatch, capsys):
+def test_resimulate_json_has_both_columns(monkeypatch, capsys):
     code, out, _ = harness_here(monkeypatch, capsys, "simulate", "--run", VERILOG_RUN, "--repeats", "2",
                        "--results", str(RESULTS), "--json")  # fmt: skip
     figures = json.loads(out)
@@ -260,7 +260,7 @@ def test_replay_json_has_both_columns(monkeypatch, capsys):
     assert 0 <= figures["modes"]["async"]["trainer_idle_ratio"]["predicted"] < 1
 
 
-def test_replay_markdown_row_names_the_seed_and_steps(monkeypatch, capsys):
+def test_resimulate_markdown_row_names_the_seed_and_steps(monkeypatch, capsys):
     """Replay-policy runs with one seed are one draw (a 10-step run is a 30-step run's first
     steps), so the fidelity table must say which seed each row measured."""
     code, out, _ = harness_here(monkeypatch, capsys, "simulate", "--run", VERILOG_RUN, "--repeats", "2",
@@ -283,7 +283,7 @@ def with_oversample(tmp_path, by_mode: dict[str, int]):
     return tmp_path
 
 
-def test_replay_takes_the_runs_oversample(tmp_path):
+def test_resimulate_takes_the_runs_oversample(tmp_path):
     assert resimulate(VERILOG_RUN, RESULTS, repeats=1).config.oversample == 0  # recorded before over-sampling
     fid = resimulate(VERILOG_RUN, with_oversample(tmp_path, {"sync": 2, "async": 2}), repeats=1)
     assert fid.config.oversample == 2
@@ -325,7 +325,7 @@ def test_stages_from_a_streaming_run_follow_the_engine_model(streaming_run):
     assert 0.8 * RESPONSE_S < measured.response_s.mean < 1.3 * RESPONSE_S < sum(calls) / requests
 
 
-def test_replay_markdown_of_a_streaming_run(streaming_run, monkeypatch, capsys):
+def test_resimulate_markdown_of_a_streaming_run(streaming_run, monkeypatch, capsys):
     root, run_dir = streaming_run
     code, out, err = harness_here(monkeypatch, capsys, "simulate", "--run", run_dir.name, "--repeats", "3",
                                   "--results", str(root), "--markdown")  # fmt: skip

@@ -7,11 +7,60 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from trainer import attribution, bias
 from trainer.pipeline import RunResult
+from trainer.records import Record
 from trainer.timeline import Span, Timeline
+
+
+@dataclass(frozen=True)
+class ModeSummary(Record):
+    """What one mode of a run measured: a mode's block of summary.json. harness/catalogue.py says
+    how each figure is labelled and shown. None: not measured (a simulated run has no reward, bias
+    audit or wait split)."""
+
+    mode: str
+    config: dict[str, Any]  # the RunConfig
+    placement: str | None
+    steps: int
+    measured_steps: int
+    wall_s: float
+    step_time_mean: float
+    step_time_std: float
+    train_wait_mean: float
+    actor_train_mean: float
+    update_weights_mean: float
+    accelerator_wait_mean: float
+    train_time_mean: float
+    trainer_idle_ratio: float
+    rollout_idle_ratio: float
+    gym_utilisation: float
+    gym_utilisation_by_node: dict[str, dict[str, Any]]
+    samples_per_s: float
+    reward_mean: float | None
+    pass_rate: float | None
+    staleness_mean: float
+    staleness_histogram: dict[str, int]
+    accounting: dict[str, Any]
+    ideal_step_time: float
+    stage_per_step: dict[str, float]
+    rollout_train_rate_ratio: float
+    step_time_lag1_autocorrelation: float | None
+    oscillation: str
+    warmup_step_time: float
+    # Figures added after the first published runs: None in a run recorded before them. A new
+    # figure joins these, so that every recorded run still loads (harness/rundir.py).
+    wait_split: dict[str, float] | None = None  # what the trainer waited on (trainer/attribution.py)
+    wait_split_per_step: list[dict[str, float]] | None = None
+    gym_wait_share: float | None = None
+    bias: dict[str, Any] | None = None  # the slow-sample bias audit (trainer/bias.py)
+    accelerator_idle_ratio: float | None = None
+    weight_sync: dict[str, Any] | None = None  # an engine that swaps weights in place (vllm)
+    gym_s_per_trained_sample: float | None = None  # the gym pool's cost of a trained sample, dropped work included
+    gpu: dict[str, Any] | None = None  # the GPU's own sampling, added by the benchmark (harness/gpu_usage.py)
 
 
 def busy_in(spans: Sequence[Span], start: float, end: float) -> float:
@@ -117,7 +166,7 @@ def _weight_sync(tl: Timeline, start: float, end: float, n: int, step_time: floa
     }
 
 
-def summarize(result: RunResult) -> dict:
+def summarize(result: RunResult) -> ModeSummary:
     steps = result.steps
     measured = steps[1:] if len(steps) > 1 else steps
     start, end = (steps[0].end if len(steps) > 1 else 0.0), steps[-1].end
@@ -142,7 +191,7 @@ def summarize(result: RunResult) -> dict:
     weight_sync = _weight_sync(tl, start, end, n, statistics.fmean(step_times))
     per_step = attribution.split_waits(tl.spans, [s.step for s in steps], result.config.staleness)
     measured_split = per_step[1:] if per_step is not None and len(per_step) > 1 else per_step
-    return {
+    return ModeSummary.from_json({
         "mode": result.config.mode,
         "config": asdict(result.config),
         "placement": result.placement,
@@ -182,17 +231,17 @@ def summarize(result: RunResult) -> dict:
         "step_time_lag1_autocorrelation": autocorr,
         "oscillation": oscillation_verdict(result.config.mode, rate_ratio, autocorr),
         "warmup_step_time": steps[0].step_time,
-    }
+    })
 
 
-def compare(sync: dict, async_: dict) -> dict:
+def compare(sync: ModeSummary, async_: ModeSummary) -> dict[str, float]:
     """Speedup of async over sync on the same batch configuration, and how close to ideal."""
-    speedup = sync["step_time_mean"] / async_["step_time_mean"]
-    ideal_speedup = sync["step_time_mean"] / async_["ideal_step_time"]
+    speedup = sync.step_time_mean / async_.step_time_mean
+    ideal_speedup = sync.step_time_mean / async_.ideal_step_time
     return {
         "speedup": speedup,
         "ideal_speedup": ideal_speedup,
         "achieved_over_ideal": speedup / ideal_speedup,
-        "trainer_idle_ratio_sync": sync["trainer_idle_ratio"],
-        "trainer_idle_ratio_async": async_["trainer_idle_ratio"],
+        "trainer_idle_ratio_sync": sync.trainer_idle_ratio,
+        "trainer_idle_ratio_async": async_.trainer_idle_ratio,
     }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -69,6 +68,7 @@ def benchmark(
     modes = modes_of(mode)
     placement = placement_of(placement)
     from harness.benchmark import BenchmarkSpec, run_benchmark
+    from harness.record import summary_json
     from harness.report import write_report
 
     spec = BenchmarkSpec(
@@ -92,6 +92,6 @@ def benchmark(
     summary, run_dir = run_benchmark(spec, results, on_step=progress)
     write_report(run_dir)  # report.html and figures/ beside the run record
     if as_json:
-        print(json.dumps(summary, indent=2, sort_keys=True))
+        print(summary_json(summary), end="")
         return
     print_benchmark(summary, run_dir)

@@ -78,12 +78,12 @@ def simulate(
     )  # fmt: skip
     summary = sim.simulate_gym(gym, card, profile, config, modes, results)
     if as_json:
-        print(json.dumps(summary, indent=2, sort_keys=True))
+        print(json.dumps(summary.to_json(), indent=2, sort_keys=True))
         return
-    console.print(f"[bold]{summary['gym']}[/] simulated: card {summary['card_from']}; stages {summary['stages']}, "
+    console.print(f"[bold]{summary.gym}[/] simulated: card {summary.card_from}; stages {summary.stages}, "
                   f"placement {config.placement}")  # fmt: skip
     console.print(sim.summary_table(summary))
-    if "comparison" in summary:
-        c = summary["comparison"]
+    if summary.comparison:
+        c = summary.comparison
         console.print(f"speedup [bold]{c['speedup']:.2f}x[/]; trainer idle ratio {c['trainer_idle_ratio_sync']:.1%}"
                       f" -> {c['trainer_idle_ratio_async']:.1%}")  # fmt: skip

@@ -61,8 +61,8 @@ def from_run(run: Run) -> Stages:
 
     calls = durations("generate")
     requests = sum(s.kind == "generate_request" for s in spans) or len(durations("gym_step"))
-    profile = run.summary.get("profile") or {}
-    call_s = float(profile.get("generate_call_s", 0.0)) if run.summary.get("emulated") else 0.0
+    profile = run.summary.profile or {}
+    call_s = float(profile.get("generate_call_s", 0.0)) if run.summary.emulated else 0.0
     per_response = max(0.0, sum(calls) - call_s * len(calls)) / requests
     low, high = RESPONSE_SPREAD
     return Stages(
