@@ -114,7 +114,7 @@ EVAL_PORT_ATTACKS = [
 
 
 @needs_icarus
-def test_ports_of_kinds_the_replay_bench_does_not_handle_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ports_of_kinds_the_trace_bench_does_not_handle_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEAVYGYM_TRACE_CACHE", str(tmp_path / "traces"))  # the worker inherits it
     gym = VerilogGym(source=f"verilog-eval:{FIXTURES / 'verilog_eval'}", tasks="Prob002_count_down", sim_timeout_s=2)
     task = gym.tasks()[0]

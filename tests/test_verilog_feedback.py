@@ -41,7 +41,7 @@ def _last_wrong(reference: str) -> str:
 
 
 @needs_icarus
-def test_replayed_feedback_leads_with_the_only_failing_output() -> None:
+def test_traced_feedback_leads_with_the_only_failing_output() -> None:
     gym, task = _gates7_task()
     with gym.open(task) as episode:
         result = episode.step(answer(_last_wrong(task.reference)))

@@ -218,7 +218,7 @@ def test_verilog_eval_scores_mismatches_and_feeds_back_hints() -> None:
     with gym.open(gym.tasks()[0]) as episode:
         result = episode.step(answer(wrong))
     assert result.outcome is Outcome.FAIL and 0 < result.reward < 1
-    # Replayed from the reference's recorded trace: one check per time step where the reference's
+    # Checked against the reference's recorded trace: one check per time step where the reference's
     # inputs or outputs changed (120), and one where its testbench finished.
     assert result.info["checks_total"] == 121 and result.info["forgeable"] is False
     assert "MISMATCH at 25 ps: output q expected 4'h5 got 4'h7" in result.observation
@@ -226,7 +226,7 @@ def test_verilog_eval_scores_mismatches_and_feeds_back_hints() -> None:
 
 @needs_icarus
 def test_a_benchmark_verdict_cannot_be_printed_by_the_design() -> None:
-    # Replayed VerilogEval: the verdict comes from the recorded outputs, so printing one is
+    # Traced VerilogEval: the verdict comes from the recorded outputs, so printing one is
     # harmless (and allowed). RTLLM prints its verdict: there printing is refused.
     forged = "module TopModule (input a, input b, input c, output y);\n  assign y = 0;\n" \
              '  final $display("Mismatches: 0 in 80 samples");\nendmodule\n'  # fmt: skip
@@ -248,10 +248,10 @@ def test_the_reference_trace_is_cached_outside_the_sandbox(tmp_path: Path, monke
     task = gym.tasks()[0]
     with gym.open(task) as episode:
         result = episode.step(answer(task.reference))
-        # The sandbox got the stimulus and the replay bench, never the reference or its testbench.
+        # The sandbox got the stimulus and the trace bench, never the reference or its testbench.
         files = {p.name for p in Path(result.info["turn_dir"]).iterdir()}
     assert result.outcome is Outcome.PASS and result.info["forgeable"] is False
-    assert "replay.sv" in files and not {"ref.sv", "test.sv"} & files
+    assert "trace_bench.sv" in files and not {"ref.sv", "test.sv"} & files
     (entry,) = (tmp_path / "traces").iterdir()
     assert (tmp_path / "traces").stat().st_mode & 0o777 == 0o700 and entry.suffix == ".json"
 

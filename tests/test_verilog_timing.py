@@ -1,8 +1,8 @@
 """The timing contract (docs/gyms/verilog.md, "Timing contract"): outputs are compared over time,
 not at one instant. A design that is right only at the instants a bench samples, or that
-glitches for part of a clock period, fails on every bench (the VerilogEval replay, the built-in
-SystemVerilog and cocotb testbenches); the references, and zero-delay logic that glitches only
-within a time step, still pass. Real simulators throughout."""
+glitches for part of a clock period, fails on every bench (the VerilogEval trace bench, the
+built-in SystemVerilog and cocotb testbenches); the references, and zero-delay logic that
+glitches only within a time step, still pass. Real simulators throughout."""
 
 from __future__ import annotations
 
@@ -90,43 +90,43 @@ def eval_gym(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VerilogGym]:
         yield VerilogGym(source=VERILOG_EVAL, sim_timeout_s=5)
 
 
-def replayed(gym: VerilogGym, problem: str, design: str):  # noqa: ANN201 - a StepResult
+def traced(gym: VerilogGym, problem: str, design: str):  # noqa: ANN201 - a StepResult
     (task,) = [t for t in gym.tasks() if t.id.endswith("/" + problem)]
     with gym.open(task) as episode:
         result = episode.step(answer(design))
-    assert result.info["forgeable"] is False, "replayed from the trace, not the testbench's printed verdict"
+    assert result.info["forgeable"] is False, "checked against the trace, not the testbench's printed verdict"
     return result
 
 
 @needs_icarus
 @pytest.mark.parametrize("problem", PROBLEMS)
-def test_each_verilog_eval_reference_passes_its_testbench_and_the_replay(eval_gym, problem, tmp_path) -> None:
+def test_each_verilog_eval_reference_passes_its_testbench_and_its_trace(eval_gym, problem, tmp_path) -> None:
     (task,) = [t for t in eval_gym.tasks() if t.id.endswith("/" + problem)]
     assert as_shipped(problem, task.reference, tmp_path)[0] == 0
-    result = replayed(eval_gym, problem, task.reference)
+    result = traced(eval_gym, problem, task.reference)
     assert result.outcome is Outcome.PASS, result.observation
 
 
 @needs_icarus
 @pytest.mark.parametrize("mechanism", GLITCHES)
 @pytest.mark.parametrize("problem", PROBLEMS)
-def test_a_glitching_reference_fails_its_testbench_and_the_replay(eval_gym, problem, mechanism, tmp_path) -> None:
+def test_a_glitching_reference_fails_its_testbench_and_its_trace(eval_gym, problem, mechanism, tmp_path) -> None:
     (task,) = [t for t in eval_gym.tasks() if t.id.endswith("/" + problem)]
     design = glitching(task.reference, ports_of(task), GLITCHES[mechanism])
     mismatches, samples = as_shipped(problem, design, tmp_path)
     assert mismatches > 0, "the dataset's testbench rejects it"
-    result = replayed(eval_gym, problem, design)
+    result = traced(eval_gym, problem, design)
     assert result.outcome is Outcome.FAIL and result.reward < 1, result.observation
     assert "MISMATCH at " in result.observation
 
 
 @needs_icarus
-def test_replay_feedback_gives_the_time_of_a_change_the_reference_did_not_make(eval_gym) -> None:
+def test_trace_feedback_gives_the_time_of_a_change_the_reference_did_not_make(eval_gym) -> None:
     (task,) = [t for t in eval_gym.tasks() if t.id.endswith("/Prob001_nand3")]
     # One glitch, from 3.5 to 4.5 ps: between the inputs' changes at 0 and 10 ps, and finer than a ps.
     once = "`timescale 1ps/1fs\n" + glitching(task.reference, ports_of(task),
                                                 "initial begin #3.5 wrong = 1'b1; #1 wrong = 1'b0; end")
-    result = replayed(eval_gym, "Prob001_nand3", once)
+    result = traced(eval_gym, "Prob001_nand3", once)
     assert result.outcome is Outcome.FAIL
     assert "MISMATCH at 3.5 ps: output y expected 1'h1 got 1'h0" in result.observation
     assert "  inputs at 3.5 ps: a=1'h0 b=1'h0 c=1'h0" in result.observation
@@ -136,19 +136,19 @@ def test_replay_feedback_gives_the_time_of_a_change_the_reference_did_not_make(e
 def test_outputs_changing_far_more_often_than_the_reference_s_are_refused(eval_gym) -> None:
     (task,) = [t for t in eval_gym.tasks() if t.id.endswith("/Prob001_nand3")]
     ticking = task.reference.replace("assign y = ", "reg t = 1'b0;\n  always #1 t = ~t;\n  assign y = ")
-    assert replayed(eval_gym, "Prob001_nand3", ticking).outcome is Outcome.PASS  # t never reaches y
+    assert traced(eval_gym, "Prob001_nand3", ticking).outcome is Outcome.PASS  # t never reaches y
     toggling = ticking.replace("assign y = ", "assign y = t ^ ")
-    result = replayed(eval_gym, "Prob001_nand3", toggling)
+    result = traced(eval_gym, "Prob001_nand3", toggling)
     assert result.outcome is Outcome.FAIL and "outputs must change only when their inputs do" in result.observation
 
 
 @needs_icarus
-def test_a_zero_delay_glitch_within_the_inputs_time_step_passes_the_replay(eval_gym) -> None:
+def test_a_zero_delay_glitch_within_the_inputs_time_step_passes_the_trace_check(eval_gym) -> None:
     delta = """module TopModule (input a, input b, input c, output reg y);
   always @(a or b or c) begin y = a & b & c; #0 y = ~(a & b & c); end
 endmodule
 """
-    assert replayed(eval_gym, "Prob001_nand3", delta).outcome is Outcome.PASS
+    assert traced(eval_gym, "Prob001_nand3", delta).outcome is Outcome.PASS
 
 
 # -- built-in tasks: outputs hold their value over the whole window -------------------------
@@ -225,7 +225,7 @@ def test_verilator_compares_over_time_too(tmp_path: Path, monkeypatch: pytest.Mo
     (task,) = gym.tasks()
     stale = glitching(task.reference, ports_of(task), GLITCHES["right only at the instants the inputs change"])
     for code, outcome in ((task.reference, Outcome.PASS), (stale, Outcome.FAIL)):
-        assert replayed(gym, "Prob002_count_down", code).outcome is outcome
+        assert traced(gym, "Prob002_count_down", code).outcome is outcome
     builtin = VerilogGym(tasks="adder8", simulator="verilator", sim_timeout_s=10)
     assert stepped(builtin, ADDER, LATE["right only around the former combinational sampling instant"][1]).outcome \
         is Outcome.FAIL

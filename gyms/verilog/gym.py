@@ -38,7 +38,8 @@ from pathlib import Path
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.options import Options
 from gyms.verilog.answers.candidates import builtin_candidates, loader_candidates
-from gyms.verilog.benches import TESTBENCHES, BenchOptions, replay
+from gyms.verilog.benches import TESTBENCHES, BenchOptions
+from gyms.verilog.benches import trace as traces
 from gyms.verilog.checks import toolchain
 from gyms.verilog.checks.precheck import ELABORATE_WALL_S
 from gyms.verilog.checks.simulators import SIMULATORS
@@ -222,7 +223,7 @@ class VerilogGym(Gym):
     def answer_keys(self) -> list[Path]:
         """The built-in golden models, a benchmark's folder (its references) and the recorded
         reference traces; a bench copies into a sandbox only what one run needs."""
-        keys = [TASK_DIR, replay.cache_dir()]
+        keys = [TASK_DIR, traces.cache_dir()]
         if self.source != "builtin":
             keys.append(Path(self.source.partition(":")[2]).expanduser().resolve())
         return keys
@@ -239,8 +240,8 @@ class VerilogGym(Gym):
             described["excluded"] = str(len(self.excluded_tasks()))
         # Where the verdict comes from (docs/gyms/verilog.md): outputs compared on the host, or
         # text printed inside the sandbox (forgeable by a design that escaped the screen).
-        described["forgeable"] = {"builtin": "no", "verilog-eval": "only problems whose replay fails"}.get(
-            self.source.partition(":")[0], "yes")
+        forgeable = {"builtin": "no", "verilog-eval": "only problems whose trace cannot be recorded"}
+        described["forgeable"] = forgeable.get(self.source.partition(":")[0], "yes")
         package = self._bench.package
         if package is not None:
             described[package] = package_version(package) or "missing"

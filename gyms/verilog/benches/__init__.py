@@ -3,9 +3,9 @@
 A built-in task gets the bench the gym's `testbench` option names (`TESTBENCHES`): the
 generated SystemVerilog testbench (`builtin.py`, `testbench.py`) or cocotb (`cocotb_bench.py`);
 both record outputs that the host compares with the golden model (`vectors.py`, `recorded.py`).
-A benchmark task gets its dataset's bench: VerilogEval (`verilog_eval.py`, replayed from a
-recorded trace by `replay.py`) or RTLLM (`rtllm.py`). `make_bench` is the one place that
-chooses.
+A benchmark task gets its dataset's bench: VerilogEval (`verilog_eval.py`, checked against the
+reference's recorded trace by `trace.py`) or RTLLM (`rtllm.py`). `make_bench` is the one place
+that chooses.
 """
 
 from __future__ import annotations

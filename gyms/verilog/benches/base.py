@@ -2,8 +2,8 @@
 and how to read its verdict.
 
 Every way of checking an answer is a `Bench` (built-in SV, cocotb, VerilogEval as shipped or
-replayed, RTLLM), made once per step by `make_bench`. The episode does the rest the same way
-for all and never asks which bench it has.
+against its reference's trace, RTLLM), made once per step by `make_bench`. The episode does
+the rest the same way for all and never asks which bench it has.
 """
 
 from __future__ import annotations

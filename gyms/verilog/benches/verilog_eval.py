@@ -1,8 +1,8 @@
-"""VerilogEval v2 benches: the problem as shipped (forgeable), and its replayed form.
+"""VerilogEval v2 benches: the problem as shipped (forgeable), and its traced form.
 
-`VerilogEvalBench.ready` records the reference's trace in a trusted run (`replay.py`, cached)
-and returns a `ReplayBench`, which needs no reference in the sandbox; only problems that cannot
-be replayed are checked as shipped, and say so.
+`VerilogEvalBench.ready` records the reference's trace in a trusted run (`trace.py`, cached)
+and returns a `TraceBench`, which needs no reference in the sandbox; only problems without a
+trace are checked as shipped, and say so.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gyms.verilog.benches import replay
+from gyms.verilog.benches import trace as traces
 from gyms.verilog.benches.base import (
     DESIGN,
     MAX_LINE_CHARS,
@@ -31,7 +31,7 @@ _HINT = re.compile(r"^Hint: .*$", re.MULTILINE)
 _OUTPUT_FAILS = re.compile(r"^Hint: Output '[^']*' has \d+ mismatches")
 _OUTPUT_PASSES = re.compile(r"^Hint: Output '[^']*' has no mismatches")
 
-_recordings: dict[tuple[str, str, str], replay.Recording] = {}  # per process: (testbench, simulator, cache)
+_recordings: dict[tuple[str, str, str], traces.Recording] = {}  # per process: (testbench, simulator, cache)
 
 
 def _hints(output: str) -> tuple[str, ...]:
@@ -46,7 +46,7 @@ def _hints(output: str) -> tuple[str, ...]:
 class VerilogEvalBench(SimulatorBench):
     """VerilogEval v2 run as shipped: `<stem>_test.sv` (module tb) with RefModule from
     `<stem>_ref.sv` in the sandbox, and the verdict its testbench prints. Forgeable: used only
-    where the reference's trace cannot be replayed (see `ready`)."""
+    where the reference's trace cannot be recorded (see `ready`)."""
 
     module = "TopModule"
     forgeable = True
@@ -59,7 +59,7 @@ class VerilogEvalBench(SimulatorBench):
         self.reference = reference  # the task's reference, as the answer would define it
         self.simulator = simulator
         self.reserved_modules = modules_in(directory / f"{stem}_test.sv", directory / f"{stem}_ref.sv")
-        self.forgeable_reason = "not replayed"
+        self.forgeable_reason = "no trace"
 
     @property
     def test_file(self) -> Path:
@@ -70,23 +70,24 @@ class VerilogEvalBench(SimulatorBench):
         return self.directory / f"{self.stem}_ref.sv"
 
     def ready(self, run: TrustedRun) -> Bench:
-        """The replayed form of the problem, or the problem as shipped where it cannot be."""
+        """The problem checked against its reference's recorded trace, or as shipped where there
+        is no trace."""
         ports = self.expected_ports
-        if not replay.replayable_ports(ports):
+        if not traces.traceable_ports(ports):
             self.forgeable_reason = "the reference's ports could not be read, or include an inout"
             return self
         assert ports is not None
         version = require_verilator().version if self.simulator == "verilator" else "icarus"
-        key = (str(self.test_file), self.simulator, str(replay.cache_dir()))
+        key = (str(self.test_file), self.simulator, str(traces.cache_dir()))
         if key not in _recordings:
-            _recordings[key] = replay.record(self.test_file.read_bytes(), self.ref_file.read_bytes(), self.reference,
+            _recordings[key] = traces.record(self.test_file.read_bytes(), self.ref_file.read_bytes(), self.reference,
                                              ports, f"{self.simulator}-{version}",
                                              lambda *args: run(self, *args))  # fmt: skip
         made = _recordings[key]
         if made.trace is None:
             self.forgeable_reason = made.reason
             return self
-        return ReplayBench(self, made.trace)
+        return TraceBench(self, made.trace)
 
     def prepare(self, job: Job) -> Build:
         job.write("test.sv", self.test_file.read_bytes())
@@ -101,28 +102,28 @@ class VerilogEvalBench(SimulatorBench):
         return Score(max(samples - mismatches, 0), samples, _hints(output), TESTBENCH_HEADING)
 
 
-class ReplayBench(SimulatorBench):
-    """A VerilogEval problem replayed from its reference's trace (`replay.py`): the sandbox gets
-    the recorded stimulus and no reference; the outputs are compared here."""
+class TraceBench(SimulatorBench):
+    """A VerilogEval problem checked against its reference's recorded trace (`trace.py`): the
+    sandbox gets the recorded stimulus and no reference; the outputs are compared here."""
 
     module = "TopModule"
     forgeable = False
 
-    def __init__(self, base: VerilogEvalBench, trace: replay.Trace) -> None:
+    def __init__(self, base: VerilogEvalBench, trace: traces.Trace) -> None:
         assert base.expected_ports is not None
         self.simulator = base.simulator
         self.expected_ports = base.expected_ports
-        self.reserved_modules = base.reserved_modules | {replay.REPLAY_TOP}
+        self.reserved_modules = base.reserved_modules | {traces.TRACE_TOP}
         self.trace = trace
 
     def prepare(self, job: Job) -> Build:
-        for name, text in replay.replay_files(self.expected_ports, self.trace).items():
+        for name, text in traces.trace_bench_files(self.expected_ports, self.trace).items():
             job.write(name, text)
-        return Build([replay.REPLAY_FILE, DESIGN], replay.REPLAY_TOP)
+        return Build([traces.TRACE_BENCH_FILE, DESIGN], traces.TRACE_TOP)
 
     def score(self, job: Job, output: str) -> Score | NoVerdict:
-        limit = replay.size_limit(self.expected_ports, self.trace)
-        data = read_outputs(job, limit, replay.too_many_changes(self.trace))
+        limit = traces.size_limit(self.expected_ports, self.trace)
+        data = read_outputs(job, limit, traces.too_many_changes(self.trace))
         if isinstance(data, NoVerdict):
             return data
-        return replay.score(self.trace, self.expected_ports, data)
+        return traces.score(self.trace, self.expected_ports, data)

@@ -1,4 +1,4 @@
-"""VerilogEval without its reference in the sandbox: record the reference once, replay for candidates.
+"""VerilogEval without its reference in the sandbox: the reference's trace, recorded once, checks candidates.
 
 A VerilogEval testbench instantiates the reference (`RefModule`) next to the candidate and
 prints its own verdict, so a design that escaped the screen could read the reference's
@@ -7,10 +7,10 @@ signals or print `Mismatches: 0`. Instead:
 1. **Trusted run** (once per problem, simulator and version): the dataset's own testbench runs
    with the reference as the design under test, wrapped in a recorder `TopModule` that writes
    the time (in fs), every input and every output at the end of each time step where one of
-   them changed (`$fstrobe`), and the time the testbench finished. The trace is then replayed
-   against the reference itself; only if the reference reproduces it exactly is the problem
-   replayable (races between the testbench's stimulus and the clock can make replay differ;
-   such a problem keeps the old, forgeable path and says so).
+   them changed (`$fstrobe`), and the time the testbench finished. The reference itself is then
+   driven with the trace's inputs; only if it reproduces the trace exactly is the problem
+   checked by its trace (races between the testbench's stimulus and the clock can make the two
+   runs differ; such a problem keeps the old, forgeable path and says so).
 2. **Candidate run**: a generated testbench drives the recorded inputs at the recorded times
    (clocks first, the other inputs after the design's edge-triggered processes, as a stimulus
    changed at a clock edge is seen by the original testbench's reference) until the time the
@@ -22,13 +22,14 @@ signals or print `Mismatches: 0`. Instead:
 So the comparison is of whole waveforms, at the resolution of time steps. The dataset's
 testbench compares at every edge of its own clock (seeing, on Icarus, the values the outputs
 held just before the edge); a design it rejects differs from the reference at some instant,
-and so at the end of some time step: the replay rejects it too. A design that is right only at
-the instants the inputs change, or that glitches for part of a clock period, fails here,
-although a sample at the end of each input change would have missed it. Not compared: values
-an output takes and leaves within one time step (zero-width glitches; whether the dataset's
-testbench sees one depends on the order in which the simulator runs that instant's processes).
+and so at the end of some time step: the trace check rejects it too. A design that is right
+only at the instants the inputs change, or that glitches for part of a clock period, fails
+here, although a sample at the end of each input change would have missed it. Not compared:
+values an output takes and leaves within one time step (zero-width glitches; whether the
+dataset's testbench sees one depends on the order in which the simulator runs that instant's
+processes).
 Times are in fs, the finest unit Verilog has, so no design can change its outputs between two
-instants the replay can tell apart. See docs/gyms/verilog.md, "Timing contract".
+instants the trace bench can tell apart. See docs/gyms/verilog.md, "Timing contract".
 
 Traces are cached by content hash under the user's cache directory (mode 700), outside every
 sandbox: `$HEAVYGYM_TRACE_CACHE`, else `$XDG_CACHE_HOME/heavygym/verilog-traces`.
@@ -49,11 +50,11 @@ from gyms.verilog.benches.recorded import OUTPUTS, NoVerdict, Score
 from gyms.verilog.checks.precheck import PortSpec
 from gyms.verilog.checks.simulators import Build
 
-FORMAT = 4  # bump when the recorder or the replay bench changes: old traces are then ignored
+FORMAT = 5  # bump when the recorder or the trace bench changes: old traces are then ignored
 TRACE = "trace.txt"
-RECORDER_FILE, REPLAY_FILE = "recorder.sv", "replay.sv"
-STIMULUS, TIMES = "replay_stim.txt", "replay_times.hex"
-REPLAY_TOP = "heavygym_replay"
+RECORDER_FILE, TRACE_BENCH_FILE = "recorder.sv", "trace_bench.sv"
+STIMULUS, TIMES = "trace_stim.txt", "trace_times.hex"
+TRACE_TOP = "heavygym_trace"
 MAX_TRACE_BYTES = 8 * 2**20
 MIN_SAMPLES = 2  # a trace of the initial state alone checks nothing
 # Time steps the candidate may add to the reference's (its outputs changing when the reference's
@@ -70,7 +71,7 @@ class Trace:
     times: tuple[int, ...]  # fs; the last one is when the original testbench finished
     inputs: tuple[str, ...]  # per sample: the inputs' bits, concatenated in port order
     outputs: tuple[tuple[str, ...], ...]  # per sample: each output's bits
-    # The testbench's own `timescale` line ("" if it has none): the design after the replay
+    # The testbench's own `timescale` line ("" if it has none): the design after the trace
     # bench gets the same time unit as it had after the original testbench.
     timescale: str
 
@@ -113,7 +114,7 @@ endmodule
 """
 
 
-def replay_source(ports: Sequence[PortSpec], count: int, timescale: str) -> str:
+def trace_bench_source(ports: Sequence[PortSpec], count: int, timescale: str) -> str:
     """The candidate's testbench: drive the recorded inputs at their times, and record the
     outputs (with the time) at the end of every time step where an input or an output changed."""
     ins, outs = _ins(ports), _outs(ports)
@@ -132,7 +133,7 @@ def replay_source(ports: Sequence[PortSpec], count: int, timescale: str) -> str:
     names = ", ".join(p.name for p in outs)
     record = f'$fstrobe(fd, "%0d{" %b" * len(outs)}", $time, {names});'
     return f"""`timescale 1fs/1fs
-module {REPLAY_TOP};
+module {TRACE_TOP};
   localparam integer N = {count};
   reg [{max(in_bits, 1) - 1}:0] stimulus [0:N-1];
   reg [63:0] times [0:N-1];
@@ -187,10 +188,11 @@ def _is_clock(p: PortSpec) -> bool:
     return p.width == 1 and bool(_CLOCK.match(p.name))
 
 
-def replay_files(ports: Sequence[PortSpec], trace: Trace) -> dict[str, str]:
+def trace_bench_files(ports: Sequence[PortSpec], trace: Trace) -> dict[str, str]:
     stim = "".join(f"{bits or '0'}\n" for bits in trace.inputs)
     times = "".join(f"{t:016x}\n" for t in trace.times)
-    return {REPLAY_FILE: replay_source(ports, len(trace.times), trace.timescale), STIMULUS: stim, TIMES: times}
+    bench = trace_bench_source(ports, len(trace.times), trace.timescale)
+    return {TRACE_BENCH_FILE: bench, STIMULUS: stim, TIMES: times}
 
 
 def timescale_of(test: bytes) -> str:
@@ -314,7 +316,7 @@ def size_limit(ports: Sequence[PortSpec], trace: Trace) -> int:
     return (1 + EXTRA_STEPS) * len(trace.times) * line
 
 
-def replayable_ports(ports: Sequence[PortSpec] | None) -> bool:
+def traceable_ports(ports: Sequence[PortSpec] | None) -> bool:
     return bool(ports) and all(p.direction in ("input", "output") for p in ports) and bool(_outs(ports or ()))
 
 
@@ -326,7 +328,7 @@ Runner = Callable[[dict[str, str | bytes], Build, str, int], "bytes | None"]
 
 @dataclass(frozen=True)
 class Recording:
-    trace: Trace | None  # None: the problem cannot be replayed
+    trace: Trace | None  # None: the problem cannot be checked by a trace
     reason: str  # why not, for the run record
 
 
@@ -355,11 +357,11 @@ def _make(test: bytes, ref: bytes, reference: str, ports: Sequence[PortSpec], ru
     trace = parse_trace(data, ports, timescale_of(test))
     if trace is None or len(trace.times) < MIN_SAMPLES:
         return Recording(None, "the reference's trace could not be recorded")
-    replay = {**replay_files(ports, trace), "design.sv": reference}
-    again = run(replay, Build([REPLAY_FILE, "design.sv"], REPLAY_TOP), OUTPUTS, size_limit(ports, trace))
+    bench = {**trace_bench_files(ports, trace), "design.sv": reference}
+    again = run(bench, Build([TRACE_BENCH_FILE, "design.sv"], TRACE_TOP), OUTPUTS, size_limit(ports, trace))
     checked = score(trace, ports, again)
     if not isinstance(checked, Score) or not checked.all_passed:
-        return Recording(None, "the reference does not reproduce its own trace when replayed")
+        return Recording(None, "the reference does not reproduce its own trace under the trace bench")
     return Recording(trace, "")
 
 
