@@ -173,25 +173,29 @@ def run_card(run_dir: Path) -> CostCard:
 
 def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[CostCard, str]:
     """The card the planner and the simulator use, and where it came from: --card if given;
-    else RESULTS/cards/GYM.json (`harness gyms card` writes it); else the newest run of the
-    gym under RESULTS/runs/ (its card.json, or one derived from its spans)."""
+    else, in RESULTS and then in the published results: ROOT/cards/GYM.json (`harness gyms card`
+    writes it), else the newest run of the gym under ROOT/runs/ (its card.json, or one derived
+    from its spans)."""
     if card is not None:
         return load(card), str(card)
-    profiled = results_root / CARDS / f"{gym}.json"
-    if profiled.is_file():
-        return load(profiled), str(profiled)
-    runs = results_root / "runs"
-    for run_dir in sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True) if runs.is_dir() else []:
-        try:
-            if load_summary(run_dir).gym == gym:
-                stored = (run_dir / "card.json").is_file()
-                return run_card(run_dir), f"{run_dir} ({'card.json' if stored else 'derived from its spans'})"
-        except ValueError:
-            continue  # a broken run is skipped here; the leaderboard reports it
+    roots = lookup_roots(results_root)
+    for root in roots:
+        profiled = root / CARDS / f"{gym}.json"
+        if profiled.is_file():
+            return load(profiled), str(profiled)
+        runs = root / "runs"
+        for run_dir in sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True) if runs.is_dir() else []:
+            try:
+                if load_summary(run_dir).gym == gym:
+                    stored = (run_dir / "card.json").is_file()
+                    return run_card(run_dir), f"{run_dir} ({'card.json' if stored else 'derived from its spans'})"
+            except ValueError:
+                continue  # a broken run is skipped here; the leaderboard reports it
     if gym not in registered():
         raise UnknownGymError(gym, list(registered()))
+    where = " or ".join(str(root) for root in roots)
     raise ValueError(
-        f"no cost card for gym {gym!r}: no {profiled} and no run of it under {runs}; "
+        f"no cost card for gym {gym!r}: no cards/{gym}.json and no run of it under {where}; "
         f"run `harness gyms card {gym}` (or `harness benchmark --gym {gym}`), or pass --card PATH"
     )
 

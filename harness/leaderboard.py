@@ -1,6 +1,9 @@
-"""`harness leaderboard`: every run under results/runs/ in one table, as Markdown, CSV and a page.
+"""`harness leaderboard`: every run under RESULTS/runs/ in one table, as Markdown, CSV and a page.
 
-One row per key (gym, system configuration, policy/profile/placement, hardware fingerprint):
+The published leaderboard is `harness leaderboard --results results` (scripts/publish-results.sh);
+the default root is this machine's own (harness/outputs.py), so an ad-hoc run never changes it.
+One row per key (gym, system configuration with the steps, repeats and control measured,
+policy/profile/placement, hardware fingerprint):
 the latest run of that key that measured both modes (else the latest run). Latest, not best:
 picking the best of several tries would publish the luckiest one. Runs from a dirty tree (or of
 unknown commit) are left out unless asked for: a published figure must name the code that made
@@ -30,7 +33,8 @@ from harness.summary import RunSummary
 
 MARKDOWN, CSV, INDEX = "leaderboard.md", "leaderboard.csv", "index.html"
 INTRO = (
-    "One row per (gym, configuration, policy / profile / placement, hardware): the latest run of that key "
+    "One row per (gym, configuration with the steps and repeats measured, policy / profile / placement, hardware): "
+    "the latest run of that key "
     "that measured both modes, from a clean tree. Emulated rows wait a hardware profile's times for "
     "generation, training and weight sync, placed as the policy column says; their gym work is real. "
     "Speedup is the mean over the run's repeats (sync/async pairs in ABBA order) with its 95% interval; "
@@ -200,7 +204,11 @@ def configuration(s: RunSummary) -> str:
     if spec["executor"] != "local":
         text += f" on {spec['executor']}"
     options = spec.get("gym_options") or {}
-    return text + "".join(f", {k}={v}" for k, v in sorted(options.items()))
+    text += "".join(f", {k}={v}" for k, v in sorted(options.items()))
+    # how much was measured is part of the key: a 4-step smoke run is not the row of a 3-repeat run
+    repeats = len(s.repeats) or 1
+    return text + f"; {spec.get('steps', '?')} steps x {repeats} repeat{'s' * (repeats > 1)}" + (
+        " + control" if s.control else "")
 
 
 def hardware_name(hw: dict[str, Any]) -> str:

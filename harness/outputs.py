@@ -13,7 +13,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path("results")  # the results root every command defaults to: runs/, cards/, the leaderboard
+# Every command's default results root: this machine's runs/, cards/ and leaderboard. It is
+# git-ignored, so an ad-hoc run never touches what is published.
+RESULTS = Path("results-local")
+# The published results, tracked in git: the runs scripts/publish-results.sh measured (it passes
+# --results results) and their leaderboard. Commands that look a run or a card up read it after
+# their own root, so a fresh clone plans and re-simulates from the published runs.
+PUBLISHED = Path("results")
+
+
+
+def lookup_roots(results_root: Path) -> list[Path]:
+    """Where a run id or a gym's card is looked up: `results_root`, then the published results."""
+    same = results_root.resolve() == PUBLISHED.resolve()
+    return [results_root] if same or not PUBLISHED.is_dir() else [results_root, PUBLISHED]
+
 
 MB = 2**20
 RUN_NEEDS_BYTES = 32 * MB  # a run record with its report and figures, with room to spare

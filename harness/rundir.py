@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from harness.outputs import lookup_roots
 from harness.summary import SCHEMA_VERSION, Measured, RunSummary
 from trainer.pipeline import StepRecord
 from trainer.timeline import Span
@@ -70,11 +71,13 @@ def ordered_modes(modes: dict[str, Any]) -> list[str]:
 
 
 def find_run(run: str, results_root: Path) -> Path:
-    """A run directory from a path, or from a run id under RESULTS/runs/."""
-    for candidate in (Path(run), results_root / "runs" / run):
+    """A run directory from a path, or from a run id under RESULTS/runs/ (or the published runs)."""
+    roots = lookup_roots(results_root)
+    for candidate in (Path(run), *(root / "runs" / run for root in roots)):
         if candidate.is_dir():
             return candidate
-    raise RunDirError(f"no run {run!r}: neither a directory nor a run under {results_root / 'runs'}")
+    where = " or ".join(str(root / "runs") for root in roots)
+    raise RunDirError(f"no run {run!r}: neither a directory nor a run under {where}")
 
 
 def load_summary(path: Path) -> RunSummary:

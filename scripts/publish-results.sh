@@ -21,7 +21,7 @@ harness=${HARNESS:-.venv/bin/harness}
 which=${1:-all}
 run() {
     echo "== $* ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
-    "$harness" benchmark --repeats 2 --control "$@"
+    "$harness" benchmark --results results --repeats 2 --control "$@"
 }
 heavy=(--steps 5 --batch 2 -o suite=heavy)
 wanted() { [[ $which == all || $which == "$1" || $which == "$2" ]]; }
@@ -41,4 +41,4 @@ wanted heavy verilog-heavy-oversample && run --gym verilog "${heavy[@]}" --overs
 # predicts that this machine's 2 gym workers hold async idle under 2 % at max staleness 2.
 wanted plan-check plan-check && run --gym modelica --steps 10 --batch 2 -o suite=heavy \
     --profile a3-qwen3-4b --placement disaggregated --max-staleness 2
-"$harness" leaderboard
+"$harness" leaderboard --results results
