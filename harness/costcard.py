@@ -19,7 +19,7 @@ from typing import Any
 
 from gyms import Gym, make
 from gyms.registry import UnknownGymError, registered
-from harness.outputs import naming, without_paths, write_text
+from harness.outputs import lookup_roots, naming, without_paths, write_text
 from harness.rundir import Run, load_run, load_summary
 from harness.sim.distribution import Distribution
 from trainer.timeline import Span

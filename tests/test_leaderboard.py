@@ -40,7 +40,8 @@ def test_leaderboard_is_byte_identical_and_keeps_the_latest_run_per_key(tmp_path
     link = "[20260102T000000Z-toy](runs/20260102T000000Z-toy/report.html)"
     # a run from before the placement option names the placement it had: disaggregated
     policy = "replay / fake-h100, disaggregated"
-    assert f"| toy | {link} | batch 2 x group 2, max_staleness 1, 2 gym workers | {policy} | **emulated** |" in md
+    config = "batch 2 x group 2, max_staleness 1, 2 gym workers; 4 steps x 1 repeat"
+    assert f"| toy | {link} | {config} | {policy} | **emulated** |" in md
     assert 'href="runs/20260102T000000Z-toy/report.html"' in page and "class=badge" in page
     assert "<script>" in page and "http" not in page.split("<script>", 1)[1]
 
@@ -81,8 +82,8 @@ def test_leaderboard_shows_the_async_bias_and_the_over_sampling(tmp_path):
 
     rows = {r["gym"]: r for r in csv.DictReader((tmp_path / CSV).read_text().splitlines())}
     assert {g: r["slow_fast_async"] for g, r in rows.items()} == {"toy": "0.500000", "modes": "0.333333", "old": ""}
-    assert rows["toy"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers, oversample 2"
-    assert rows["old"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers"
+    assert rows["toy"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers, oversample 2; 4 steps x 1 repeat"
+    assert rows["old"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers; 4 steps x 1 repeat"
 
     md = (tmp_path / MARKDOWN).read_text()
     header = next(line for line in md.splitlines() if line.startswith("| gym |"))
@@ -93,3 +94,20 @@ def test_leaderboard_shows_the_async_bias_and_the_over_sampling(tmp_path):
     assert cells == {"toy": "0.50", "modes": "0.33", "old": "-"}
     page = (tmp_path / INDEX).read_text()
     assert '<td class="num" data-sort="0.5">0.50</td>' in page and '<td class="num" data-sort="">-</td>' in page
+
+
+def test_a_shorter_run_never_replaces_the_row_of_a_longer_one(tmp_path):
+    """The key holds how much was measured: a later smoke run of the same configuration (fewer
+    steps, one repeat, no control) gets a row of its own beside the published one."""
+    published = make_run(tmp_path, "20260101T000000Z-toy")
+    summary = json.loads((published / "summary.json").read_text())
+    summary["spec"]["steps"] = 10
+    summary["repeats"] = [{"repeat": r, "order": ["sync", "async"][:: 1 if r % 2 else -1], "modes": summary["modes"],
+                           "comparison": summary["comparison"]} for r in (1, 2, 3)]  # fmt: skip
+    summary["control"] = {"gym": "instant", "modes": summary["modes"], "comparison": summary["comparison"]}
+    (published / "summary.json").write_text(json.dumps(summary))
+    make_run(tmp_path, "20260102T000000Z-toy", speedup=1.1)  # later, 4 steps, once
+    rows = {r["run_id"]: r for r in csv.DictReader(publish(tmp_path).paths[1].read_text().splitlines())}
+    assert sorted(rows) == ["20260101T000000Z-toy", "20260102T000000Z-toy"]
+    assert rows["20260101T000000Z-toy"]["configuration"].endswith("; 10 steps x 3 repeats + control")
+    assert rows["20260101T000000Z-toy"]["speedup"] == "1.500000" and rows["20260102T000000Z-toy"]["speedup"] == "1.100000"

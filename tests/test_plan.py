@@ -130,9 +130,16 @@ def test_bad_input_is_one_line_and_exit_2(args, message, monkeypatch, capsys):
 
 
 def test_no_card_names_the_command_that_makes_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no published results/ here either
     code, _, err = harness_here(monkeypatch, capsys, "plan", "--gym", "math", "--accelerators", "8",
                                 "--cores-per-node", "16", "--results", str(tmp_path))  # fmt: skip
     assert code == 2 and "harness gyms card math" in err
+
+
+def test_a_fresh_results_root_plans_from_the_published_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    card, where = costcard.find_card("math", tmp_path / "results-local")
+    assert where.startswith(str(Path("results") / "runs")) and card.gym == "math"
 
 
 def test_card_lookup_prefers_a_profiled_card_then_the_newest_run(tmp_path):
