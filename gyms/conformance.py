@@ -9,7 +9,8 @@ A known-bad candidate must also exercise what it claims, or its check proves not
 `timeout` candidate must be stopped by the time limit (`info["timed_out"]`), and one with a
 `stage` must end at that stage (`info["stage"]`). A `timeout` candidate the gym refused before
 that stage (a pre-check, a build) is *not applicable*: reported with the reason, neither passed
-nor a violation. One that ran and finished is a violation: the candidate does not hang.
+nor a violation. One that ran and ended without `info["timed_out"]` is a violation: either the gym
+stopped it but forgot to say so, or the candidate does not hang.
 
 `timeout` candidates run on `gym.with_short_time_limits()`: the stop is observed on every task
 without waiting out each task's full limit, which would be most of the check's time. The first
@@ -44,8 +45,9 @@ GARBAGE_ACTIONS = {
 # How far past its own step timeout a non-terminating action may take to come back as `fail`.
 TIMEOUT_SLACK_S = 3.0
 HANG_FINISHED = (
-    "the non-terminating candidate ended without being stopped by the time limit (info['timed_out'] is not true): "
-    "the candidate does not hang, so it tests nothing"
+    "the non-terminating candidate ended without info['timed_out'] = True: a gym that stopped it at its time "
+    "limit must set info['timed_out'] = True in that step's info; if nothing stopped it, the candidate does not "
+    "hang, so it tests nothing"
 )
 
 
@@ -200,7 +202,8 @@ def _exercised(candidate: Candidate, info: Mapping[str, Any], observation: str) 
         if candidate.stage is not None and stage != candidate.stage:
             reason = " ".join(observation.split())[:200]  # the gym's feedback, on one line
             return None, f"it never reached stage {candidate.stage!r}: it ended at {stage!r} ({reason})"
-        return HANG_FINISHED, None
+        reason = " ".join(observation.split())[:200]
+        return f"{HANG_FINISHED} (the gym's feedback: {reason})", None
     if candidate.stage is not None and stage != candidate.stage:
         return f"the candidate should fail at stage {candidate.stage!r} but ended at {stage!r}: it tests another", None
     return None, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -62,6 +63,7 @@ def run_benchmark(
     spec: BenchmarkSpec,
     results_root: Path = outputs.RESULTS,
     on_step: Callable[[str, StepRecord], None] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[RunSummary, Path]:
     """Run every mode of `spec`, `spec.repeats` times, on one gym pool (and the control, if
     asked, on a pool of its own); write and return the run's summary.
@@ -70,7 +72,8 @@ def run_benchmark(
     `comparison` holds the means over repeats, `intervals` their 95 % intervals, `bias` each
     mode's slow-sample bias audit over the trajectories of all its repeats, `repeats` every
     repeat. Progress labels name the mode, the repeat and the control ("sync",
-    "async 2/3", "control sync").
+    "async 2/3", "control sync"). `say` gets a line of progress outside the steps: the gym
+    workers' start-up, before the first mode (a gym with warm checkers can take most of a minute).
 
     Start-up (the gym and its tasks, the profile, the first policy, a writable RESULTS with room)
     fails before the pool starts, and the run directory is made only when the first mode has
@@ -101,7 +104,7 @@ def run_benchmark(
     progress = _Progress()
     try:
         for workload in workloads:
-            _measure(spec, workload, profile, run_dir, progress, on_step)
+            _measure(spec, workload, profile, run_dir, progress, on_step, say)
     except KeyboardInterrupt:
         if not draft.get("modes"):
             run_dir.remove()  # Ctrl-C while the first mode's files were being written
@@ -132,15 +135,21 @@ class _Progress:
 
 def _measure(
     spec: BenchmarkSpec, w: Workload, profile: HardwareProfile, run_dir: record.RunDir, progress: _Progress,
-    on_step: Callable[[str, StepRecord], None] | None,
+    on_step: Callable[[str, StepRecord], None] | None, say: Callable[[str], None] | None,
 ) -> None:  # fmt: skip
     """Every repeat of every mode of one workload on one pool, into `w.block`."""
     w.block["modes"], w.block["repeats"] = {}, []
     fates: dict[str, list[Fate]] = {}  # per mode, over the repeats
     pool = executors.make_pool(spec.executor, w.name, w.options, spec.gym_workers, w.gym.step_timeout_s,
                                spec.ray_address, w.gym.answer_keys())  # fmt: skip
+    whose = f" for the {w.subdir}" if w.subdir else ""
+    if say is not None:
+        say(f"starting {pool.workers} gym workers{whose} (each starts the gym's checkers)...")
+    started = time.monotonic()
     with pool:
         pool.wait_started(WORKERS_START_S)  # the first mode must not pay the workers' start-up
+        if say is not None:
+            say(f"gym workers{whose} up after {time.monotonic() - started:.0f} s")
         w.block["gym_workers"] = pool.workers
         for r in range(spec.repeats):
             repeat: dict[str, Any] = {"repeat": r + 1, "order": list(mode_order(spec.modes, r)), "modes": {}}

@@ -15,16 +15,17 @@ import traceback
 
 import typer
 from rich.markup import escape
-from typer import rich_utils
 from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer's own click (pyproject.toml)
 
 from harness import errors
 from harness.commands import benchmark, calibrate, gyms, leaderboard, metrics, plan, report, serve, simulate, tiny_model
 from harness.console import err
 from harness.errors import BenchmarkInterrupted
+from harness.options import WrappedHelp
 
 app = typer.Typer(
-    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, cls=WrappedHelp,
+    rich_markup_mode=None,  # help wrapped to the terminal by click, not cut with '…' in rich's columns
     epilog="Exit codes: 0 done; 1 a check failed; 2 an error (one line on stderr names the file or value and "
     "the fix); 130 interrupted (Ctrl-C).",
 )  # fmt: skip
@@ -50,7 +51,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # usage errors come here, to be one line like every other
     except NoArgsIsHelpError as exc:  # `harness`, `harness gyms`: the help itself
-        rich_utils.rich_format_error(exc)
+        exc.show()
         sys.exit(exc.exit_code)
     except ClickException as exc:  # a bad option or value: what, and where the help is
         where = f" (see {exc.ctx.command_path} --help)" if getattr(exc, "ctx", None) else ""

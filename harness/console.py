@@ -83,9 +83,19 @@ def _improvement(metric: catalogue.Metric, values: list) -> list[str]:
     a, b = values
     if a is None or b is None or metric.better is None:
         return ["-"]
-    if metric.better == "lower":
-        return ["to ~0"] if b <= 0.01 * a else [f"{a / b:.2f}x lower"]  # a ratio against almost nothing says nothing
-    return [f"{b / a:.2f}x higher"] if a > 0 else ["-"]
+    return [change(a, b, metric.better)]
+
+
+def change(a: float, b: float, better: str) -> str:
+    """How b differs from a, one way for every row: the change as a share of a ('98.9% lower',
+    '62.0% higher'; a fall to 0 is '100.0% lower'), never a ratio, which against almost nothing
+    says nothing. '(worse)' when it went the way `better` ("lower" or "higher") is not; '-' when a is 0."""
+    if a <= 0:
+        return "-"
+    if b == a:
+        return "no change"
+    went = "lower" if b < a else "higher"
+    return f"{abs(b - a) / a:.1%} {went}" + ("" if went == better else " (worse)")
 
 
 def nodes_table(summary: RunSummary) -> Table:

@@ -104,35 +104,42 @@ def _drawn(spans: list[Span]) -> list[Span]:
 def timeline(run: Run) -> Figure:
     modes = run.modes
     resources = _resources([s for m in modes for s in _drawn(run.spans[m])])
-    horizon = max(s.end for m in modes for s in _drawn(run.spans[m]))
+    cut = {m: warmup_end(run, m) for m in modes}
+    horizon = max(s.end - cut[m] for m in modes for s in _drawn(run.spans[m]))
     height = min(2.0 + 0.32 * len(resources), 9.0)
     fig = Figure(figsize=(11, 0.4 + height * len(modes)), layout="constrained")
     axes = fig.subplots(len(modes), 1, sharex=True, squeeze=False)[:, 0]
     label_every = max(1, len(resources) // 24)  # keep labels legible on a large gym pool
     for ax, mode in zip(axes, modes):
-        _timeline_panel(ax, run, mode, resources, label_every)
+        _timeline_panel(ax, run, mode, resources, label_every, cut[mode])
         ax.set_xlim(0, horizon * 1.01)
-    axes[-1].set_xlabel("wall time since the mode started (s)")
+    cut_any = any(cut.values())
+    axes[-1].set_xlabel("wall time since the warm-up step ended (s); warm-up step cut" if cut_any
+                        else "wall time since the mode started (s)")  # fmt: skip
     handles = [Patch(facecolor="white", edgecolor="#999999", hatch="////", label="train_wait (trainer idle)")]
     for kind, colour in KIND_COLOURS.items():
         label = f"{kind} (emulated)" if run.emulated_label and kind in EMULATED_KINDS else kind
         handles.append(Patch(facecolor=colour, label=label))
-    handles.append(Patch(facecolor="#eeeeee", label="warm-up step (not measured)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=3)
     return fig
 
 
-def _timeline_panel(ax: Axes, run: Run, mode: str, resources: list[str], label_every: int) -> None:
+def warmup_end(run: Run, mode: str) -> float:
+    """When a mode's warm-up step (the first, kept out of every mean: trainer/metrics.py) ended,
+    where its timeline starts; 0 for a mode of one step, which has nothing else to show."""
+    steps = run.steps[mode]
+    return steps[0].end if len(steps) > 1 else 0.0
+
+
+def _timeline_panel(ax: Axes, run: Run, mode: str, resources: list[str], label_every: int, cut: float) -> None:
+    """One mode's spans, shifted by `cut` (its warm-up's end): what ran before it is off the axis."""
     spans = _drawn(run.spans[mode])
     row = {r: i for i, r in enumerate(resources)}
-    steps = run.steps[mode]
-    if len(steps) > 1:
-        ax.axvspan(0, steps[0].end, color="#eeeeee", zorder=0)
-    for s in steps:  # optimizer steps: in sync everything lines up behind them
-        ax.axvline(s.end, color="#444444", lw=0.6, ls=":", zorder=1)
+    for s in run.steps[mode]:  # optimizer steps: in sync everything lines up behind them
+        ax.axvline(s.end - cut, color="#444444", lw=0.6, ls=":", zorder=1)
     bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for s in spans:
-        bars.setdefault((s.resource, s.kind), []).append((s.start, s.duration))
+        bars.setdefault((s.resource, s.kind), []).append((s.start - cut, s.duration))
     for (resource, kind), xs in sorted(bars.items(), key=lambda item: (row[item[0][0]], item[0][1])):
         y = (row[resource] - 0.35, 0.7)
         if kind == "train_wait":  # idle, but attributed: a hatched outline, still reads as a gap
@@ -332,7 +339,8 @@ FIGURES = (
                "spans are busy time, gaps are idle; the trainer's hatched spans are train_wait, the trainer "
                "blocked on the ready buffer. Dotted lines are optimizer steps: in sync, rollout and the gym "
                "pool fall silent while the trainer trains (the barrier); in async they keep working under it "
-               "(the overlap).", timeline),
+               "(the overlap). The warm-up step (the first, in no mean) is cut: each mode's axis starts where it "
+               "ended, so the measured steps fill the width.", timeline),
     FigureSpec("step_time", "Step time per step", "Time between consecutive optimizer steps. The dashed line "
                "is async's ideal step time, max(generation, gym work / workers, train time) per step.",
                step_time),

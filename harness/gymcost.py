@@ -13,7 +13,7 @@ import os
 import random
 import resource
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gyms import Candidate, Gym, Outcome
@@ -24,9 +24,12 @@ from harness.sim.distribution import Distribution
 from trainer.rules.answers import AnswerMix
 
 
-def measure(gym: Gym, limit: int | None = None, workers: int | None = None) -> CostCard:
+def measure(
+    gym: Gym, limit: int | None = None, workers: int | None = None, say: Callable[[str], None] | None = None
+) -> CostCard:
     """Step every replay candidate of the first `limit` tasks once, through a GymPool, after a
-    warm-up: one reference answer per worker (a first call starts the checker: a one-off)."""
+    warm-up: one reference answer per worker (a first call starts the checker: a one-off).
+    `say` gets a line of progress: the warm-up, then the candidates stepped, about every tenth."""
     for flag, value in (("--limit", limit), ("--gym-workers", workers)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be at least 1, got {value}")
@@ -47,17 +50,24 @@ def measure(gym: Gym, limit: int | None = None, workers: int | None = None) -> C
     pool_size = workers or default_workers()
     with GymPool(pool_size, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
 
-        def step(batch: list[tuple[str, Candidate, float]]) -> list[StepCall]:
+        def step(batch: list[tuple[str, Candidate, float]], what: str = "") -> list[StepCall]:
             futures = [pool.submit(gym.open(by_id[tid]), c.action) for tid, c, _ in batch]
-            calls = [future.result() for future in futures]
+            calls = []
+            for future in futures:
+                calls.append(future.result())
+                if what and say is not None and len(calls) * 10 // len(batch) > (len(calls) - 1) * 10 // len(batch):
+                    say(f"stepped {len(calls)}/{len(batch)} {what}")
             for call in calls:
                 call.episode.close()
             return calls
 
         references = [p for p in planned if p[1].expect == "pass"] or planned
+        if say is not None:
+            say(f"warming up {pool_size} gym workers (one reference answer each), then stepping {len(planned)} "
+                f"candidates of {len(tasks)} tasks")  # fmt: skip
         warmup = step((references * pool_size)[:pool_size])
         warm_cpu_s = _tree_cpu_s()
-        calls = step(planned)
+        calls = step(planned, "candidates")
         cpu_s = _tree_cpu_s() - warm_cpu_s
         peak_live_mb = _tree_peak_rss_mb()
     peak_rss_mb = max(peak_live_mb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)

@@ -4,12 +4,30 @@ does (`outputs.RESULTS`, `profiles.DEFAULT_PROFILE`); the commands name them, ne
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from trainer.policies.replay import PLACEMENTS
+
+
+class WrappedHelp(TyperGroup):
+    """A command group whose help lists each command with its whole first paragraph, wrapped to
+    the terminal (click's own list cuts it to one line with '...')."""
+
+    def format_commands(self, ctx: typer.Context, formatter: typer._click.formatting.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, " ".join(inspect.cleandoc(command.help or "").split("\n\n")[0].split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 GymName = Annotated[str, typer.Option(help="Gym name (harness gyms list) or module:Class.")]
 GymArgument = Annotated[str, typer.Argument(help="Gym name (harness gyms list) or module:Class.")]

@@ -149,3 +149,26 @@ def test_tiny_model_writes_a_model_directory_and_refuses_a_used_one(tmp_path):
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (tmp_path / "tiny").iterdir()}
     one_error_line(harness("tiny-model", str(tmp_path / "tiny")), f"{tmp_path / 'tiny'} exists and is not empty")
 
+
+
+@pytest.mark.parametrize("command", [["benchmark"], ["gyms", "card"], [], ["gyms"]])
+def test_help_wraps_at_80_columns_and_cuts_nothing(command):
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    out = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    assert "…" not in out.output
+    assert max(len(line) for line in out.output.splitlines()) <= 80
+    whole = " ".join(out.output.split())  # every sentence in full, wrapped over lines
+    expected = {
+        "benchmark": "Seed of every random choice the command makes (task order, sampled answers, initial weights, "
+                     "simulated draws): the same seed repeats a run.",
+        "gyms card": "Card path (default: RESULTS/cards/NAME.json).",
+        "": "Serve a gym as an OpenEnv environment (HTTP and WebSocket reset/step/state), each step checked in the "
+            "gym pool's sandboxes, until Ctrl-C.",
+        "gyms": "Step one episode of TASK with each answer in turn, in a real pool worker (sandbox, limits and "
+                "timeouts as in training), and show each step's outcome, reward, stage, feedback and info.",
+    }[" ".join(command)]  # fmt: skip
+    assert expected in whole

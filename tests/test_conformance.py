@@ -70,8 +70,17 @@ def test_a_hang_stopped_by_the_time_limit_passes_and_the_rest_use_the_short_limi
 def test_a_hang_that_finishes_is_a_violation_of_the_candidate():
     report = check_gym(StagedGym("timeout:run:finishes"), workers=1)
     (check,) = _checks(report, "timeout:finishes")
-    assert check.status == "violation" and check.problem == HANG_FINISHED
-    assert "does not hang" in check.problem and not report.ok
+    assert check.status == "violation" and check.problem.startswith(HANG_FINISHED)
+    assert "does not hang" in check.problem and "the answer ran and is wrong" in check.problem and not report.ok
+
+
+def test_a_hang_stopped_without_info_timed_out_names_the_missing_key():
+    report = check_gym(StagedGym("timeout:run:unmarked", limit_s=0.5), workers=1)
+    (check,) = _checks(report, "timeout:unmarked")
+    assert check.status == "violation" and not report.ok
+    # the gym stopped it (its feedback says so) and forgot the flag: the message says which flag
+    assert check.problem.startswith("the non-terminating candidate ended without info['timed_out'] = True")
+    assert "must set info['timed_out'] = True" in check.problem and "stopped by the 0.5 s limit" in check.problem
 
 
 def test_a_bad_answer_must_fail_at_the_stage_it_claims():

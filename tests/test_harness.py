@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -59,6 +60,9 @@ def test_benchmark_table_names_the_emulation(tmp_path):
                   "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
+    # the gym workers' start-up (a Lean gym's warm checkers: most of a minute) is said on stderr, --json or not
+    started = rf"^starting {summary['gym_workers']} gym workers .*\.\.\.\ngym workers up after \d+ s$"
+    assert re.search(started, out.stderr, re.M), out.stderr
     assert summary["placement"] == summary["spec"]["placement"] == "disaggregated"
     assert summary["modes"]["sync"]["placement"] == summary["modes"]["async"]["placement"] == "disaggregated"
     no_gpu = {"measured": False, "reason": "not measured (no GPU)"}  # the replay policy names no CUDA device
@@ -84,6 +88,21 @@ def test_answers_the_gym_raised_on_are_fails_counted_in_the_summary_and_warned_a
     shown = harness(*args, env={**with_path(), "COLUMNS": "200"})
     assert shown.returncode == 0, shown.stderr
     assert "warning: the gym raised on" in shown.stdout and "they count as fails" in shown.stdout
+
+
+def test_the_improvement_column_prints_every_change_one_way():
+    from harness.catalogue import BY_KEY
+    from harness.console import _improvement
+
+    idle, samples = BY_KEY["trainer_idle_ratio"], BY_KEY["samples_per_s"]
+    # 87x lower and 400x lower read alike: a share of the first mode's value, never a ratio nor "to ~0"
+    assert _improvement(idle, [0.5, 0.5 / 87]) == ["98.9% lower"]
+    assert _improvement(idle, [0.4, 0.001]) == ["99.8% lower"]
+    assert _improvement(idle, [0.4, 0.0]) == ["100.0% lower"]
+    assert _improvement(idle, [0.2, 0.3]) == ["50.0% higher (worse)"]
+    assert _improvement(samples, [10.0, 16.2]) == ["62.0% higher"]
+    assert _improvement(samples, [0.0, 1.0]) == ["-"] and _improvement(idle, [0.3, None]) == ["-"]
+    assert _improvement(idle, [0.3]) == []
 
 
 def test_benchmark_bad_input_is_one_clear_line(tmp_path):

@@ -163,6 +163,13 @@ def test_gyms_card_writes_a_card_the_planner_reads(tmp_path, monkeypatch, capsys
     assert set(card.by_expect) >= {"pass", "fail"} and card.cpu_s_per_call is not None and card.peak_rss_mb > 0
     assert card.turns == pytest.approx(turn_pmf(0.5, 2))  # math: 2 turns, half the answers pass
     assert "p95" in out and "p99" in out
+    # progress on stderr while it measures: the warm-up, then the candidates stepped, about every tenth
+    lines = err.splitlines()
+    assert lines[0] == ("warming up 1 gym workers (one reference answer each), then stepping "
+                        f"{card.calls} candidates of 2 tasks")
+    stepped = [int(line.split()[1].split("/")[0]) for line in lines[1:] if line.startswith("stepped ")]
+    assert stepped == sorted(set(stepped)) and 1 < len(stepped) <= 10 and stepped[-1] == card.calls
+    assert lines[-1] == f"stepped {card.calls}/{card.calls} candidates"
     code, out, _ = harness_here(monkeypatch, capsys, "plan", "--gym", "math", "--accelerators", "2",
                                 "--cores-per-node", "8", "--steps", "10", "--results", str(tmp_path))  # fmt: skip
     assert code == 0 and f"card: {Path(tmp_path) / 'cards' / 'math.json'}" in out

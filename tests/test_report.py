@@ -166,6 +166,21 @@ def test_report_writes_every_figure_and_embeds_it(tmp_path):
     assert not re.search(r'(src|href)="?https?:', page), "the page must work offline"
 
 
+def test_the_timeline_starts_where_the_warm_up_step_ended(tmp_path):
+    from harness.figures import timeline
+
+    run = load_run(make_run(tmp_path, "20260101T000000Z-toy"))  # sync steps of 4 s, end at 4, 8, 12, 16
+    fig = timeline(run)
+    sync, async_ = fig.axes[:2]
+    # the warm-up step (0 to 4 s in sync) is cut: 12 measured seconds fill the axis, not 16
+    assert sync.get_xlim() == async_.get_xlim() == pytest.approx((0.0, 12 * 1.01))
+    assert "warm-up step cut" in async_.get_xlabel()
+    # each mode is shifted by its own warm-up: async's first step ended at 4 / 1.5 s, now at 0
+    ends = sorted(line.get_xdata()[0] for line in async_.get_lines())
+    assert ends == pytest.approx([0.0, 4 / 1.5, 8 / 1.5, 12 / 1.5])
+    assert "warm-up step (the first, in no mean) is cut" in " ".join(spec.caption for spec in FIGURES)
+
+
 def test_report_is_byte_identical_when_regenerated(tmp_path):
     run_dir = make_run(tmp_path, "20260101T000000Z-toy")
     first = {p.name: p.read_bytes() for p in [write_report(run_dir), *(run_dir / "figures").iterdir()]}

@@ -155,7 +155,8 @@ class LyingGym(ToyGym):
 class StagedEpisode(Episode):
     """Checks an answer in stages, as real gyms do, and says in `info["stage"]` where it ended:
     `refused` is stopped by a screen, `broken` at `compile`; everything else gets to `run`, where
-    `loop` runs a sandboxed process that never ends until the time limit stops it, and `pass` passes."""
+    `loop` runs a sandboxed process that never ends until the time limit stops it (`unmarked`
+    too, but the episode forgets to set `info["timed_out"]`), and `pass` passes."""
 
     def __init__(self, task: Task, max_turns: int, limit_s: float) -> None:
         super().__init__(task, max_turns)
@@ -168,14 +169,15 @@ class StagedEpisode(Episode):
             return Verdict(0.0, Outcome.FAIL, "the answer does not compile", {"stage": "compile"})
         if action == "pass":
             return Verdict(1.0, Outcome.PASS, "well done", {"stage": "run"})
-        if action != "loop":
+        if action not in ("loop", "unmarked"):
             return Verdict(0.0, Outcome.FAIL, "the answer ran and is wrong", {"stage": "run"})
         sandbox = Sandbox()
         with sandbox.workdir() as workdir:
             ran = sandbox.run(["sleep", "600"], workdir, limits=Limits(wall_s=self.limit_s))
         timed_out = ran.killed == "timeout"
         feedback = f"stopped by the {self.limit_s:g} s limit" if timed_out else "the run ended"
-        return Verdict(0.0, Outcome.FAIL, feedback, {"stage": "run", "timed_out": timed_out})
+        info = {"stage": "run"} if action == "unmarked" else {"stage": "run", "timed_out": timed_out}
+        return Verdict(0.0, Outcome.FAIL, feedback, info)
 
 
 class StagedGym(ToyGym):

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from harness.console import console, print_benchmark
+from harness.console import console, err, print_benchmark
 from harness.options import (
     Batch,
     Group,
@@ -89,7 +89,10 @@ def benchmark(
         extra = (f", over-sampling {oversample} groups" if oversample else "") + (
             f", {repeats} repeats (ABBA)" if repeats > 1 else "") + (", with the instant-gym control" if control else "")
         console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps{extra}")
-    summary, run_dir = run_benchmark(spec, results, on_step=progress)
+    def say(line: str) -> None:  # start-up progress, on stderr: --json's stdout is the JSON alone
+        err.print(line, soft_wrap=True, highlight=False, markup=False)
+
+    summary, run_dir = run_benchmark(spec, results, on_step=progress, say=say)
     write_report(run_dir)  # report.html and figures/ beside the run record
     if as_json:
         print(summary_json(summary), end="")

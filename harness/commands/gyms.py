@@ -15,12 +15,13 @@ from gyms.base import Gym
 from gyms.conformance import CheckResult, check_gym
 from gyms.registry import load_class, make, registered
 from harness import gymstep, outputs
-from harness.console import console
+from harness.console import console, err
 from harness.errors import start_gym
-from harness.options import GymArgument, GymOptions, GymWorkers, Json, Limit, Results, Split, parse_options
+from harness.options import GymArgument, GymOptions, GymWorkers, Json, Limit, Results, Split, WrappedHelp, parse_options
 from harness.outputs import RESULTS
 
-gyms_app = typer.Typer(no_args_is_help=True, help="List, check and step the installed gyms, and measure their cost cards.")
+gyms_app = typer.Typer(no_args_is_help=True, cls=WrappedHelp, rich_markup_mode=None,
+                       help="List, check and step the installed gyms, and measure their cost cards.")
 
 
 @gyms_app.command("list")
@@ -160,7 +161,8 @@ def gyms_card(
     gym = start_gym(name, parse_options(gym_option))
     path = out or results / costcard.CARDS / f"{gym.name}.json"
     outputs.check_writable(path.parent, outputs.MB)  # before the measuring, not after it
-    card = gymcost.measure(gym, limit=limit, workers=gym_workers)
+    card = gymcost.measure(gym, limit=limit, workers=gym_workers,
+                           say=lambda line: err.print(line, soft_wrap=True, highlight=False, markup=False))  # fmt: skip
     costcard.save(card, path)
     for line in costcard.describe(card):
         console.print(line)
