@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -12,7 +11,7 @@ from typing import Any
 import torch
 
 from gyms import Gym, executors
-from harness import control, costcard, errors, gpu_usage, intervals, outputs, record
+from harness import catalogue, control, costcard, errors, gpu_usage, intervals, outputs, record
 from harness.summary import RunSummary
 from trainer import bias
 from trainer.metrics import compare, summarize
@@ -185,8 +184,9 @@ def _repeat_dir(r: int) -> str:
 
 
 def _means(block: dict[str, Any]) -> None:
-    """`comparison` as the mean over the repeats that compared both modes, and `intervals`."""
+    """`comparison` as the mean over the repeats that compared both modes (geometric for a ratio,
+    harness/intervals.py), and `intervals`."""
     compared = [r["comparison"] for r in block["repeats"] if "comparison" in r]
     if compared:
-        block["comparison"] = {k: statistics.fmean(c[k] for c in compared) for k in compared[0]}
+        block["comparison"] = {k: intervals.mean([c[k] for c in compared], k in catalogue.RATIOS) for k in compared[0]}
     block["intervals"] = intervals.over_repeats(block["repeats"])

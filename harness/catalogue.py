@@ -43,6 +43,8 @@ class Metric:
     domain: tuple[float, float] = (-math.inf, math.inf)
     better: Literal["lower", "higher"] | None = None  # the console's improvement column
     interval: bool = False  # a 95 % interval over the repeats, per mode for a mode's figure
+    ratio: bool = False  # a ratio of times: averaged and given its interval on the log scale
+    null: float | None = None  # the no-effect value: an interval that holds it is not significant
     views: frozenset[str] = frozenset({CONSOLE, REPORT})
     colocated_only: bool = False  # the views show it only for colocated placement
     board: tuple[Board, ...] = ()
@@ -116,17 +118,24 @@ POSITIVE = (0.0, math.inf)
 # with the decision (speedup and its interval); then each mode's figures, in the tables' order.
 CATALOGUE: tuple[Metric, ...] = (
     Metric("speedup", "speedup",
-           "sync mean step time / async mean step time; with --repeats N, the mean of the N paired repeats",
-           "times", scope="comparison", domain=POSITIVE, interval=True, views=frozenset(),
+           "sync mean step time / async mean step time; with --repeats N, the geometric mean of the N paired "
+           "repeats, with its interval on the log scale ('not significant' when it holds 1)",
+           "times", scope="comparison", domain=POSITIVE, interval=True, ratio=True, null=1.0, views=frozenset(),
            board=(Board("speedup", "speedup"), Board("speedup_low", "speedup 95% low", "low"),
                   Board("speedup_high", "speedup 95% high", "high"),
                   Board("control_speedup", "control speedup", "control"))),
     Metric("repeats", "repeats", "sync/async pairs the run measured, in ABBA order", digits=0, scope="run",
            views=frozenset(), read=_repeats, board=(Board("repeats", "repeats"),)),
+    Metric("ideal_speedup", "ideal speedup",
+           "sync mean step time / async ideal step time (the slowest stage's time per step); geometric mean "
+           "over repeats", "times", scope="comparison", domain=POSITIVE, ratio=True, views=frozenset()),
     Metric("achieved_over_ideal", "achieved/ideal",
-           "speedup / ideal speedup (sync step time / async ideal step time), mean over repeats", "share", 0,
-           scope="comparison", domain=POSITIVE, interval=True, views=frozenset(),
+           "speedup / ideal speedup (sync step time / async ideal step time), geometric mean over repeats",
+           "share", 0, scope="comparison", domain=POSITIVE, interval=True, ratio=True, views=frozenset(),
            board=(Board("achieved_over_ideal", "achieved/ideal"),)),
+    Metric("idle_drop", "trainer idle drop",
+           "sync's trainer idle ratio minus async's, paired per repeat (percentage points as a share)", "share", 1,
+           scope="comparison", domain=(-1.0, 1.0), interval=True, null=0.0, views=frozenset()),
     Metric("slow_fast_acceptance", "slowest / fastest acceptance, async",
            "async's slow-sample bias: the slowest gym-latency quartile's acceptance over the fastest's, pooled "
            "over the repeats (1.00: staleness drops slow and fast answers alike)", scope="run", views=frozenset(),
@@ -182,6 +191,7 @@ CATALOGUE: tuple[Metric, ...] = (
            board=(Board("staleness_async", "staleness async", "async"),)),
 )
 BY_KEY = {m.key: m for m in CATALOGUE}
+RATIOS = frozenset(m.key for m in CATALOGUE if m.ratio)  # averaged on the log scale
 
 
 def shown_in(view: str) -> list[Metric]:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import catalogue, gpu_usage
-from harness.intervals import with_interval
+from harness.intervals import not_significant, with_interval
 from harness.summary import Measured, RunSummary
 from trainer.attribution import PARTS as WAIT_PARTS
 from trainer.policies.replay import PLACEMENTS
@@ -136,16 +136,21 @@ def _bias_line(b: dict) -> str:
 
 
 def _comparison_line(block: Measured, name: str) -> str:
-    """'speedup 1.62x [1.55, 1.69] (ideal ...)': means over repeats, with 95% intervals when there are some."""
+    """'speedup 1.62x [1.55, 1.69] (ideal ...)': means over repeats, with 95% intervals when there are
+    some; a figure whose interval holds its no-effect value says it is not significant, unbolded."""
     c, iv = block.comparison or {}, block.intervals
 
     def fig(key: str, fmt: str, suffix: str = "") -> str:
-        return with_interval(c[key], iv.get(key), lambda v: f"{format(v, fmt)}{suffix}")
+        null = catalogue.BY_KEY[key].null if key in catalogue.BY_KEY else None
+        return with_interval(c[key], iv.get(key), lambda v: f"{format(v, fmt)}{suffix}", null)
 
     repeats = len(block.repeats) or 1
     over = f" (mean of {repeats} repeats, 95% intervals)" if repeats > 1 else ""
+    speedup = fig("speedup", ".2f", "x")
+    speedup = speedup if not_significant(iv.get("speedup"), 1.0) else f"[bold]{speedup}[/]"
+    drop = f" (drop {fig('idle_drop', '.1%')})" if "idle_drop" in c else ""  # runs before it have none
     return (
-        f"{name} [bold]{fig('speedup', '.2f', 'x')}[/] (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "
+        f"{name} {speedup} (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "
         f"{fig('achieved_over_ideal', '.0%')}); trainer idle ratio {fig('trainer_idle_ratio_sync', '.1%')} -> "
-        f"{fig('trainer_idle_ratio_async', '.1%')}{over}"
+        f"{fig('trainer_idle_ratio_async', '.1%')}{drop}{over}"
     )

@@ -1,7 +1,11 @@
 """Means and 95 % intervals over the repeats of `harness benchmark --repeats N`.
 
 Each repeat is one sync/async pair run back to back (ABBA order across repeats), so a repeat's
-speedup is a paired figure; the interval is Student's t over the per-repeat values.
+speedup is a paired figure; the interval is Student's t over the per-repeat values. A ratio (a
+speedup) is averaged on the log scale: its mean is the geometric mean and its interval the
+exponential of the mean log's, so neither can fall below 0 and 2x and 0.5x average to 1x.
+An interval that holds a figure's no-effect value (a speedup of 1, an idle drop of 0) is not
+significant, and every view says so.
 """
 
 from __future__ import annotations
@@ -26,9 +30,16 @@ def t95(df: int) -> float:
     return _Z95 if df > max(_T95) else _T95[max(d for d in _T95 if d <= df)]
 
 
-def interval(values: Sequence[float], domain: tuple[float, float] = (-math.inf, math.inf)) -> dict[str, Any]:
+def interval(
+    values: Sequence[float], domain: tuple[float, float] = (-math.inf, math.inf), ratio: bool = False
+) -> dict[str, Any]:
     """{mean, low, high, n}: low and high are None for a single value (no spread to measure);
-    they are cut at the figure's `domain`."""
+    they are cut at the figure's `domain`. A `ratio` is taken on the log scale."""
+    if ratio:
+        if any(v <= 0 for v in values):
+            raise ValueError(f"a ratio must be positive to be averaged on the log scale, got {list(values)}")
+        logs = interval([math.log(v) for v in values])
+        return {k: (math.exp(v) if k != "n" and v is not None else v) for k, v in logs.items()}
     n = len(values)
     if n == 0:
         return {"mean": None, "low": None, "high": None, "n": 0}
@@ -40,11 +51,32 @@ def interval(values: Sequence[float], domain: tuple[float, float] = (-math.inf, 
     return {"mean": mean, "low": low, "high": high, "n": n}
 
 
-def with_interval(value: float, spread: Mapping[str, Any] | None, fmt: Callable[[float], str]) -> str:
-    """`value` formatted, with " [low, high]" after it when `spread` (an `interval`) has bounds."""
+def mean(values: Sequence[float], ratio: bool = False) -> float:
+    """The mean of a figure over repeats: geometric for a ratio, as `interval` takes it."""
+    return interval(values, ratio=ratio)["mean"]
+
+
+def not_significant(spread: Mapping[str, Any] | None, null: float | None) -> bool:
+    """Whether `spread` (an `interval`) holds `null`, the figure's no-effect value; False when there
+    is no interval (one repeat) or the figure has no such value."""
+    if not spread or null is None or spread.get("low") is None:
+        return False
+    return spread["low"] <= null <= spread["high"]
+
+
+NOT_SIGNIFICANT = "not significant"
+
+
+def with_interval(
+    value: float, spread: Mapping[str, Any] | None, fmt: Callable[[float], str], null: float | None = None
+) -> str:
+    """`value` formatted, with " [low, high]" after it when `spread` (an `interval`) has bounds, and
+    "(not significant)" when they hold `null`."""
     text = fmt(value)
     if spread and spread.get("low") is not None:
         text += f" [{fmt(spread['low'])}, {fmt(spread['high'])}]"
+    if not_significant(spread, null):
+        text += f" ({NOT_SIGNIFICANT})"
     return text
 
 
@@ -58,5 +90,5 @@ def over_repeats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
         for name, mode in metric.interval_names():
             values = [metric.value(r, mode) for r in repeats]
             if values and all(v is not None for v in values):
-                out[name] = interval(values, metric.domain)
+                out[name] = interval(values, metric.domain, metric.ratio)
     return out

@@ -26,6 +26,7 @@ from typing import Any
 
 from harness.catalogue import CATALOGUE, Board, Metric
 from harness.html import Cell, cell, page, table
+from harness.intervals import NOT_SIGNIFICANT, not_significant
 from harness.outputs import write_text
 from harness.report import REPORT, write_report
 from harness.rundir import RunDirError, load_summary
@@ -245,11 +246,26 @@ def markdown(rows: list[Row]) -> str:
 
 
 def _md_cell(row: Row, column: Column) -> str:
-    text = column.show(row.get(column.field)).replace("|", "\\|")
+    text = _shown(row, column).replace("|", "\\|")
     if column.field == "run_id":
         return f"[{text}]({report_link(row)})"
     if column.field == "stages" and row.stages != "measured":
         return f"**{text}**"
+    return text
+
+
+# A figure column whose metric has a no-effect value and an interval: its cell says when the
+# interval holds that value (harness/intervals.py)
+_TESTED = {b.field: m for m in CATALOGUE if m.null is not None for b in m.board if b.where == ""}
+
+
+def _shown(row: Row, column: Column) -> str:
+    text = column.show(row.get(column.field))
+    metric = _TESTED.get(column.field)
+    if metric is not None:
+        low, high = ([row.figures.get(b.field) for b in metric.board if b.where == end][0] for end in ("low", "high"))
+        if not_significant({"low": low, "high": high}, metric.null):
+            text += f" ({NOT_SIGNIFICANT})"
     return text
 
 
@@ -288,7 +304,7 @@ def index_html(rows: list[Row]) -> str:
 
 def _html_cell(row: Row, column: Column) -> Cell:
     value = row.get(column.field)
-    text = column.show(value)
+    text = _shown(row, column)
     if column.field == "run_id":
         return Cell(f'<a href="{escape(report_link(row))}">{escape(text)}</a>', sort=row.run_id)
     if column.field == "stages" and row.stages != "measured":

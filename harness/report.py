@@ -15,7 +15,7 @@ from typing import Any
 from harness import catalogue
 from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
-from harness.intervals import with_interval
+from harness.intervals import not_significant, with_interval
 from harness.outputs import naming, write_bytes, write_text
 from harness.rundir import Run, bias_of, load_run, service_stats, service_times
 from harness.summary import Measured, RunSummary
@@ -96,6 +96,13 @@ def _headline(s: RunSummary) -> str:
         return "<p class=headline>One mode only: no sync/async comparison.</p>"
     repeats = len(s.repeats)
     over = f" (means of {repeats} repeats)" if repeats > 1 else ""
+    speedup = s.intervals.get("speedup")
+    if not_significant(speedup, 1.0):  # never bold a figure its own interval does not support
+        return (
+            f"<p class=headline>Async's speedup per step, {c['speedup']:.2f}x{over}, is not significant: its 95 % "
+            f"interval [{speedup['low']:.2f}x, {speedup['high']:.2f}x] holds 1.00x. The trainer idle ratio went "
+            f"from {c['trainer_idle_ratio_sync']:.1%} to {c['trainer_idle_ratio_async']:.1%}.</p>"
+        )
     return (
         f"<p class=headline>Async is <b>{c['speedup']:.2f}x</b> faster per step than sync{over} (ideal "
         f"{c['ideal_speedup']:.2f}x, achieved/ideal {c['achieved_over_ideal']:.0%}); the trainer idle ratio "
@@ -112,7 +119,7 @@ def _repeats_and_control(s: RunSummary) -> str:
     def shown(block: Measured, metric: catalogue.Metric, name: str, mode: str | None) -> str:
         spread = block.intervals.get(name)
         if spread and spread.get("mean") is not None:
-            return with_interval(spread["mean"], spread, metric.text)
+            return with_interval(spread["mean"], spread, metric.text, metric.null)
         return metric.text(metric.value(block, mode))  # a single repeat: its own figure
 
     rows = [[cell(metric.label + (f", {mode}" if mode else "")),
@@ -122,7 +129,8 @@ def _repeats_and_control(s: RunSummary) -> str:
     rows.append([cell(f"{bias.label} (pooled)"), *(cell(bias.text(bias.value(b)), numeric=True) for _, b in blocks)])
     repeats = len(s.repeats) or 1
     note = (f"<p class=sub>Means over {repeats} sync/async pairs run in ABBA order, with 95 % Student's t "
-            "intervals over the pairs in brackets.</p>" if repeats > 1 else "")  # fmt: skip
+            "intervals over the pairs in brackets (ratios on the log scale: geometric means); 'not significant' "
+            "marks an interval that holds the no-effect value.</p>" if repeats > 1 else "")  # fmt: skip
     return note + table(["figure", *(name for name, _ in blocks)], rows)
 
 

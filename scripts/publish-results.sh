@@ -9,19 +9,25 @@
 #   scripts/publish-results.sh plan-check      # the measured point that checks `harness plan`
 #   scripts/publish-results.sh verilog-heavy-oversample   # heavy verilog with --oversample 1
 #
-# Each run is `harness benchmark` with two ABBA repeats and the instant-gym control: the light
+# Each run is `harness benchmark` with three ABBA repeats (REPEATS, at least 3) and the instant-gym control: the light
 # (core) suites on the benchmark's defaults (10 steps of 4 x 4, colocated h100-qwen3-4b stages,
 # one gym worker per core), the heavy suites as `make benchmark` runs them (5 steps of 2 x 4:
 # seconds per check). Nothing else should run on the machine meanwhile: the gym work is real
 # and shares the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A published row has at least 3 ABBA repeats: with 2, Student's t is 12.7 and no interval means much.
+repeats=${REPEATS:-3}
+if ! [[ $repeats =~ ^[0-9]+$ ]] || (( repeats < 3 )); then
+    echo "error: REPEATS=$repeats: a published row needs at least 3 ABBA repeats" >&2
+    exit 2
+fi
 source scripts/clean-tree.sh
 harness=${HARNESS:-.venv/bin/harness}
 which=${1:-all}
 run() {
     echo "== $* ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
-    "$harness" benchmark --results results --repeats 2 --control "$@"
+    "$harness" benchmark --results results --repeats "$repeats" --control "$@"
 }
 heavy=(--steps 5 --batch 2 -o suite=heavy)
 wanted() { [[ $which == all || $which == "$1" || $which == "$2" ]]; }

@@ -13,10 +13,13 @@ from conftest import harness
 from test_report import make_run
 
 from harness import intervals
-from harness.benchmark import mode_order
+from harness.benchmark import _means, mode_order
+from harness.console import _comparison_line
 from harness.control import PATH, InstantGym, options_for
 from harness.leaderboard import CSV, publish
 from harness.outputs import without_paths
+from harness.report import write_report
+from harness.rundir import load_summary
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,7 +45,45 @@ def test_an_interval_is_cut_where_the_figure_cannot_lie():
     assert idle["trainer_idle_ratio_async"]["low"] == 0.0  # t(1) * sd / sqrt(2) would put it at -0.0117
     assert 0.002 < idle["trainer_idle_ratio_async"]["high"] < 1.0
     speedup = intervals.over_repeats([{"modes": {}, "comparison": {"speedup": s}} for s in (0.8, 2.0)])
-    assert speedup["speedup"]["low"] == 0.0 and speedup["speedup"]["high"] > 2.0
+    # a ratio, on the log scale: the geometric mean, and a low bound that stays above 0 (an arithmetic
+    # t interval over these two would reach -5.9)
+    assert math.isclose(speedup["speedup"]["mean"], math.sqrt(1.6)) and 0 < speedup["speedup"]["low"] < 0.8
+    assert speedup["speedup"]["high"] > 2.0
+
+
+def test_ratios_are_averaged_on_the_log_scale_and_other_figures_are_not():
+    assert math.isclose(intervals.mean([2.0, 0.5], ratio=True), 1.0) and intervals.mean([2.0, 0.5]) == 1.25
+    with pytest.raises(ValueError, match="must be positive"):
+        intervals.interval([1.2, 0.0], ratio=True)
+    block = {"repeats": [{"modes": {}, "comparison": {"speedup": 2.0, "achieved_over_ideal": 1.0, "idle_drop": 0.1}},
+                         {"modes": {}, "comparison": {"speedup": 0.5, "achieved_over_ideal": 0.25, "idle_drop": 0.3}}]}  # fmt: skip
+    _means(block)
+    assert math.isclose(block["comparison"]["speedup"], 1.0) and math.isclose(block["comparison"]["idle_drop"], 0.2)
+    assert math.isclose(block["comparison"]["achieved_over_ideal"], 0.5)
+    assert intervals.not_significant(block["intervals"]["speedup"], 1.0)
+    assert intervals.not_significant({"low": -0.1, "high": 0.5}, 0.0)
+    assert not intervals.not_significant({"low": 0.01, "high": 0.5}, 0.0)
+    assert not intervals.not_significant({"low": None, "high": None}, 1.0)  # one repeat: nothing to test
+    assert not intervals.not_significant({"low": 0.9, "high": 1.1}, None)  # a figure with no no-effect value
+
+
+@pytest.mark.parametrize("low, marked", [(0.9, True), (1.05, False)])
+def test_a_speedup_whose_interval_holds_one_says_so_in_every_view(tmp_path, low, marked):
+    run_dir = make_run(tmp_path, "20260101T000000Z-toy", speedup=1.1)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["intervals"] = {"speedup": {"mean": 1.1, "low": low, "high": 1.3, "n": 3}}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    line = _comparison_line(load_summary(run_dir), "speedup")
+    page = write_report(run_dir).read_text()
+    publish(tmp_path, include_dirty=True)
+    board = (tmp_path / "leaderboard.md").read_text()
+    if marked:
+        assert "1.10x [0.90x, 1.30x] (not significant)" in line and "[bold]" not in line
+        assert "is not significant: its 95 % interval [0.90x, 1.30x] holds 1.00x" in page and "<b>1.10x</b>" not in page
+        assert "| 1.10x (not significant) |" in board
+    else:
+        assert "[bold]1.10x [1.05x, 1.30x][/]" in line and "not significant" not in line
+        assert "<b>1.10x</b>" in page and "is not significant" not in page and "| 1.10x |" in board
 
 
 def test_instant_gym_labels_answers_as_the_candidates_are_labelled():
@@ -82,7 +123,7 @@ def test_repeats_are_recorded_in_abba_order_with_intervals(repeated):
     assert [r["order"] for r in summary["repeats"]] == [["sync", "async"], ["async", "sync"]]
     assert summary["modes"] == summary["repeats"][0]["modes"]  # the figures show the first repeat
     speedups = [r["comparison"]["speedup"] for r in summary["repeats"]]
-    assert math.isclose(summary["comparison"]["speedup"], sum(speedups) / 2)
+    assert math.isclose(summary["comparison"]["speedup"], math.sqrt(speedups[0] * speedups[1]))  # geometric
     assert summary["intervals"]["speedup"]["n"] == 2
     assert summary["intervals"]["speedup"]["low"] <= summary["comparison"]["speedup"] <= (
         summary["intervals"]["speedup"]["high"])  # fmt: skip

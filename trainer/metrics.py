@@ -244,4 +244,5 @@ def compare(sync: ModeSummary, async_: ModeSummary) -> dict[str, float]:
         "achieved_over_ideal": speedup / ideal_speedup,
         "trainer_idle_ratio_sync": sync.trainer_idle_ratio,
         "trainer_idle_ratio_async": async_.trainer_idle_ratio,
+        "idle_drop": sync.trainer_idle_ratio - async_.trainer_idle_ratio,
     }
