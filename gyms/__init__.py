@@ -15,7 +15,7 @@ from gyms.base import (
     ToolCheck,
     Verdict,
 )
-from gyms.registry import GymLoadError, UnknownGymError, make, registered
+from gyms.registry import GymLoadError, UnknownGymError, UnknownGymOptionError, make, registered
 
 __all__ = [
     "Candidate",
@@ -29,6 +29,7 @@ __all__ = [
     "Task",
     "ToolCheck",
     "UnknownGymError",
+    "UnknownGymOptionError",
     "Verdict",
     "make",
     "registered",

@@ -8,6 +8,7 @@ nothing, and a plugin that fails to import raises `GymLoadError` for that plugin
 from __future__ import annotations
 
 import difflib
+import inspect
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -25,6 +26,18 @@ class GymLoadError(RuntimeError):
         self.name = name
         self.source = source
         self.cause = cause
+
+
+class UnknownGymOptionError(LookupError):
+    """An option the gym's constructor does not take: named, with the ones it does."""
+
+    def __init__(self, name: str, option: str, known: list[str]) -> None:
+        close = difflib.get_close_matches(option, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        listing = f"its options are: {', '.join(known)}" if known else "it takes no options"
+        super().__init__(f"gym {name!r} has no option {option!r}{hint}; {listing}")
+        self.name = name
+        self.option = option
 
 
 class UnknownGymError(LookupError):
@@ -82,10 +95,23 @@ def load_class(name: str) -> type[Gym]:
 def make(name: str, **options: Any) -> Gym:
     """Construct a gym by name (or `module:Class`) with keyword options."""
     cls = load_class(name)
+    known = option_names(cls)
+    unknown = [key for key in options if known is not None and key not in known]
+    if unknown:  # before the constructor, whose TypeError names no gym and no valid option
+        raise UnknownGymOptionError(name, unknown[0], known or [])
     try:
         return cls(**options)
     except TypeError as exc:  # unknown or missing option
         raise GymLoadError(name, cls.__module__, f"bad options {options!r}: {exc}") from exc
+
+
+def option_names(cls: type[Gym]) -> list[str] | None:
+    """The keyword options a gym class takes, in its constructor's order; None where it takes
+    any (**options: a wrapper such as harness.control's InstantGym, whose inner gym checks them)."""
+    params = inspect.signature(cls).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 def _import_gym(name: str, target: str, source: str) -> type[Gym]:

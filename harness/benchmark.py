@@ -83,7 +83,7 @@ def run_benchmark(
     control_gym = errors.start_gym(control.PATH, control_options) if spec.control else None
     profile = load_profile(spec.profile)
     policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
-    outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES)
+    outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES, "pass --results DIR, a writable directory")
     run_dir = record.RunDir(gym.name, results_root)
     draft: dict[str, Any] = {  # summary.json as it fills (harness/summary.py's RunSummary when written)
         "gym": gym.name,

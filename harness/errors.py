@@ -13,7 +13,7 @@ from typing import Any
 
 from gyms.base import Gym
 from gyms.pool import GymPoolBroken
-from gyms.registry import GymLoadError, UnknownGymError, make
+from gyms.registry import GymLoadError, UnknownGymError, UnknownGymOptionError, make
 from trainer.buffer import PipelineFailure
 
 FAILED = 2
@@ -44,6 +44,10 @@ class DatasetError(Exception):
                          f"{detail.rstrip('.')}{fix}")  # fmt: skip
 
 
+class MissingExtra(Exception):
+    """A command needs an optional extra that is not installed; the message names the install."""
+
+
 def dataset_errors() -> tuple[type[Exception], ...]:
     """What loading a dataset raises for a bad file: I/O, parse and format errors."""
     found: tuple[type[Exception], ...] = (OSError, ValueError, LookupError, UnicodeError)
@@ -72,7 +76,8 @@ def error_line(exc: Exception) -> str:
     other exception is a bug, said so, with the way to see its traceback."""
     if isinstance(exc, OSError):
         line = os_error_line(exc)
-    elif isinstance(exc, (DatasetError, GymLoadError, UnknownGymError, GymPoolBroken, PipelineFailure, ValueError)):
+    elif isinstance(exc, (DatasetError, GymLoadError, UnknownGymError, UnknownGymOptionError, GymPoolBroken,
+                          MissingExtra, PipelineFailure, ValueError)):  # fmt: skip
         line = str(exc)
     else:
         line = (f"unexpected {type(exc).__name__}: {exc} (a bug: please report it with the command; "

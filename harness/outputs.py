@@ -54,10 +54,11 @@ def write_bytes(path: Path, data: bytes) -> None:
         path.write_bytes(data)
 
 
-def check_writable(directory: Path, need_bytes: int) -> None:
+def check_writable(directory: Path, need_bytes: int, fix: str | None = None) -> None:
     """Raise OSError unless files can be written under `directory` (made later, if missing):
     its nearest existing ancestor is a directory, takes a file, and has `need_bytes` free.
-    Leaves nothing behind."""
+    Leaves nothing behind. `fix`: how the command takes another directory, said when this one
+    cannot be written ("pass --results DIR, a writable directory")."""
     existing = next((p for p in (directory, *directory.parents) if p.exists()), Path.cwd())
     if not existing.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(existing))
@@ -67,7 +68,12 @@ def check_writable(directory: Path, need_bytes: int) -> None:
         os.unlink(probe)
         free = shutil.disk_usage(existing).free
     except OSError as exc:  # named by the directory the user gave, not by the probe's name
-        raise OSError(exc.errno, exc.strerror, str(existing)) from None
+        made = next((p for p in (directory, *directory.parents) if p.parent == existing and p != existing), None)
+        # The directory to be made is the user's; its existing parent (/proc) alone would not say which.
+        what = f"cannot create {made}: {existing} refuses new files" if made else f"cannot write in {existing}"
+        error = OSError(f"{what} ({exc.strerror}); {fix or 'pass a writable directory'}")  # names its paths itself
+        error.errno = exc.errno
+        raise error from None
     if free < need_bytes:
         raise OSError(errno.ENOSPC, f"only {free / MB:.1f} MB free, {need_bytes / MB:.0f} MB needed", str(existing))
 

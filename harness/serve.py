@@ -15,7 +15,9 @@ from collections.abc import Callable
 from contextlib import closing
 
 from gyms.base import Gym
+from gyms.openenv.adapter import INSTALL_HINT
 from gyms.pool import GymPool
+from harness.errors import MissingExtra
 
 DEFAULT_IDLE_TIMEOUT_S = 900.0  # a model's turn (generation) may take minutes; a vanished client does not hold forever
 
@@ -23,9 +25,8 @@ DEFAULT_IDLE_TIMEOUT_S = 900.0  # a model's turn (generation) may take minutes; 
 def require_openenv() -> None:
     try:
         import openenv.core  # noqa: F401
-    except ImportError:
-        raise RuntimeError("harness serve needs OpenEnv: install the openenv extra "
-                           "(HEAVYGYM_EXTRAS=openenv make setup, or pip install -e '.[openenv]')") from None  # fmt: skip
+    except ImportError:  # a missing extra is the user's to install, not a bug: one line with the install
+        raise MissingExtra(f"harness serve needs OpenEnv, which is not installed: {INSTALL_HINT}") from None
 
 
 def is_loopback(host: str) -> bool:

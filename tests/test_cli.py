@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import harness
+from in_process import harness_here
 from test_report import make_run
 
 from harness.errors import FAILED
@@ -111,8 +113,18 @@ def test_results_that_is_a_file_is_named(tmp_path):
 def test_read_only_results_is_refused_before_the_run(tmp_path):
     with tmpfs(tmp_path / "ro", "ro,size=1m") as results:
         out = benchmark(results)
-        one_error_line(out, f"{results}: Read-only file system", "writable file system")
+        one_error_line(out, f"cannot create {results / 'runs'}: {results} refuses new files (Read-only file system)",
+                       "pass --results DIR, a writable directory")  # fmt: skip
         assert "step   1/2" not in out.stdout, "refused before the first step"
+
+
+def test_results_that_cannot_be_made_names_itself_not_its_parent(tmp_path):
+    """/proc takes no new file, even from root: the line names the directory the user gave."""
+    line = one_error_line(benchmark(Path("/proc/heavygym")))
+    assert line == ("error: cannot create /proc/heavygym: /proc refuses new files (No such file or directory); "
+                    "pass --results DIR, a writable directory")  # fmt: skip
+    line = one_error_line(harness("gyms", "card", "math", "--out", "/proc/heavygym/card.json"))
+    assert line.startswith("error: cannot create /proc/heavygym: ") and line.endswith("pass --out FILE in a writable directory")
 
 
 def test_a_full_disk_is_refused_before_the_run(tmp_path):
@@ -150,7 +162,6 @@ def test_tiny_model_writes_a_model_directory_and_refuses_a_used_one(tmp_path):
     one_error_line(harness("tiny-model", str(tmp_path / "tiny")), f"{tmp_path / 'tiny'} exists and is not empty")
 
 
-
 @pytest.mark.parametrize("command", [["benchmark"], ["gyms", "card"], [], ["gyms"]])
 def test_help_wraps_at_80_columns_and_cuts_nothing(command):
     from typer.testing import CliRunner
@@ -172,3 +183,13 @@ def test_help_wraps_at_80_columns_and_cuts_nothing(command):
                 "timeouts as in training), and show each step's outcome, reward, stage, feedback and info.",
     }[" ".join(command)]  # fmt: skip
     assert expected in whole
+
+
+def test_serve_without_the_openenv_extra_names_the_install(monkeypatch, capsys):
+    """The openenv extra is optional: without it, serve is one line with the install, not a bug report."""
+    for module in ("openenv", "openenv.core"):
+        monkeypatch.setitem(sys.modules, module, None)  # an import of it fails, as where it is not installed
+    code, out, err = harness_here(monkeypatch, capsys, "serve", "math", "--port", "0")
+    assert code == FAILED and "Traceback" not in out + err
+    assert err.strip() == ("error: harness serve needs OpenEnv, which is not installed: install the openenv extra: "
+                           "HEAVYGYM_EXTRAS=openenv make setup, or pip install -e '.[openenv]'")  # fmt: skip

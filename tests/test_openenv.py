@@ -174,7 +174,8 @@ def test_bad_input_gets_a_clear_error_and_the_server_keeps_serving(math_server):
     with GymClient(base_url=url).sync() as env:
         with pytest.raises(RuntimeError, match="no episode is open: reset first"):
             env.step(AnswerAction(answer="\\boxed{1}"))
-        with pytest.raises(RuntimeError, match="unknown task_id 'no-such-task'"):
+        with pytest.raises(RuntimeError, match=r"unknown task_id 'no-such-task': gym math has \d+ train tasks; "
+                           r"`harness gyms list math --tasks` prints their ids"):  # fmt: skip
             env.reset(task_id="no-such-task")
         with pytest.raises(RuntimeError, match="unknown reset argument.*colour"):
             env.reset(colour="red")

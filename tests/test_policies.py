@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import re
 import threading
 from pathlib import Path
 
@@ -224,9 +225,16 @@ def test_grpo_steps_raise_the_probability_of_rewarded_answers():
     assert p_target() > start + 0.2
 
 
-def test_hf_policy_names_a_bad_path():
-    with pytest.raises(ValueError, match="cannot load a transformers model"):
+def test_hf_policy_names_a_bad_path(tmp_path):
+    # not a Hub repo id (transformers' "Repo id must be in the form ..."): nothing is downloaded
+    with pytest.raises(ValueError, match="^no model directory at /nonexistent/model: pass a local directory holding "
+                       "a saved transformers model .*nothing is downloaded at run time$"):  # fmt: skip
         hf_policy("/nonexistent/model")
+    with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path))} holds no config.json, so no saved transformers model: pass"):
+        hf_policy(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError):  # transformers' own word on a config that is not a model's
+        hf_policy(str(tmp_path))
 
 
 def test_make_policy_rejects_unknown_names():

@@ -51,9 +51,12 @@ def test_python_callers_get_the_same_checks():
 
 def test_hf_options_follow_the_last_colon_and_a_path_keeps_its_own():
     # the path reaches the loader whole, the options are parsed (and checked first)
-    with pytest.raises(ValueError, match=r"cannot load a transformers model from '/no/such:model'"):
+    with pytest.raises(ValueError, match=r"no model directory at /no/such:model:"):
         make_policy("hf:/no/such:model@cpu:minibatches=2", None, ZERO)
-    with pytest.raises(ValueError, match=r"cannot load a transformers model from '/no/such:model'"):
+    with pytest.raises(ValueError, match=r"no model directory at /no/such:model:"):
         make_policy("hf:/no/such:model", None, ZERO)
     with pytest.raises(ValueError, match="minibatches='0' must be at least 1"):
         make_policy("hf:/no/such/model:minibatches=0", None, ZERO)
+    # the vllm policy loads its learner's model the same way: the same line, before any engine starts
+    with pytest.raises(ValueError, match=r"^no model directory at /no/such/model: pass a local directory"):
+        make_policy("vllm:/no/such/model", None, ZERO)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import harness, with_path
 
-from gyms import GymLoadError, UnknownGymError, make, registered
+from gyms import GymLoadError, UnknownGymError, UnknownGymOptionError, make, registered
 
 
 def run_python(code: str, *dirs: Path) -> subprocess.CompletedProcess[str]:
@@ -51,7 +51,25 @@ def test_module_path_loads_a_gym_without_registration():
 
 def test_bad_options_name_the_gym():
     with pytest.raises(GymLoadError, match="bad options"):
+        make("toy_gyms:GateGym")  # its option gate has no default
+
+
+def test_an_unknown_option_is_named_with_the_gyms_options_and_the_closest():
+    with pytest.raises(UnknownGymOptionError) as caught:
         make("toy_gyms:ToyGym", colour="blue")
+    assert str(caught.value) == "gym 'toy_gyms:ToyGym' has no option 'colour'; its options are: max_turns, tasks"
+    with pytest.raises(UnknownGymOptionError, match=r"no option 'sorce' \(did you mean 'source'\?\); its options are: source, "):
+        make("math", sorce="x")
+    # a wrapper that takes any option passes them on; its inner gym names the unknown one
+    with pytest.raises(UnknownGymOptionError, match="gym 'math' has no option 'sorce'"):
+        make("harness.control:InstantGym", of="math", sorce="x")
+
+
+def test_every_command_names_an_unknown_gym_option_in_one_line():
+    out = harness("gyms", "check", "math", "-o", "nosuch=1")
+    assert out.returncode == 2 and "Traceback" not in out.stderr + out.stdout
+    assert out.stderr.strip() == ("error: gym 'math' has no option 'nosuch'; its options are: source, size, seed, "
+                                  "max_turns, test_source")  # fmt: skip
 
 
 def test_example_plugin_loads_through_its_entry_point(example_plugin):
@@ -95,6 +113,17 @@ def test_gyms_list_shows_every_gym_and_the_broken_one(broken_plugin, example_plu
     assert "heavygym-example-gym" in rows["reverse"] and " 6 " in rows["reverse"]
     assert "broken:" in rows["broken"] and "ModuleNotFoundError" in rows["broken"]
     assert "ok" in rows["math"]
+
+
+def test_gyms_list_tasks_prints_one_task_id_a_line():
+    out = harness("gyms", "list", "math", "--tasks")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [t.id for t in make("math").tasks()]
+    out = harness("gyms", "list", "math", "-o", "size=3", "--tasks", "--split", "test")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [t.id for t in make("math", size="3").tasks("test")]
+    out = harness("gyms", "list", "--tasks")
+    assert out.returncode == 2 and "harness gyms list NAME --tasks" in out.stderr
 
 
 def test_cli_errors_are_one_readable_line():

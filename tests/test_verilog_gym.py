@@ -329,7 +329,7 @@ def test_a_design_build_cannot_write_the_compiler_cache() -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="verilog gym option simulator='modelsim': use one of icarus, verilator"):
         VerilogGym(simulator="modelsim")
-    with pytest.raises(ValueError, match="no task matches"):
+    with pytest.raises(ValueError, match="no task matches.*`harness gyms list verilog --tasks` prints the ids"):
         VerilogGym(tasks="nothing*")
     with pytest.raises(ValueError, match="cocotb works with the built-in tasks only"):
         VerilogGym(testbench="cocotb", source="rtllm:/tmp")

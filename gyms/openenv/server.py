@@ -107,6 +107,7 @@ class ServedGym:
     def __init__(self, gym: Gym, pool: SlotPool[Any], split: str = "train", seed: int = 0) -> None:
         self.gym = gym
         self.pool = pool
+        self.split = split
         tasks = list(gym.tasks(split))
         if not tasks:
             raise ValueError(f"gym {gym.name} has no tasks in split {split!r}: nothing to serve")
@@ -121,8 +122,11 @@ class ServedGym:
         for the same seed); else the next one of the order, shared by every session."""
         if task_id is not None:
             if task_id not in self.tasks:
-                raise RequestError(f"unknown task_id {task_id!r}: gym {self.gym.name} has {len(self.tasks)} tasks "
-                                 f"(harness gyms list {self.gym.name} names them)")  # fmt: skip
+                # the command that prints the ids, not `gyms list`'s table, which only counts them
+                split = "" if self.split == "train" else f" --split {self.split}"
+                raise RequestError(f"unknown task_id {task_id!r}: gym {self.gym.name} has {len(self.tasks)} "
+                                   f"{self.split} tasks; `harness gyms list {self.gym.name} --tasks{split}` prints "
+                                   "their ids (with the -o options the server was started with)")  # fmt: skip
             return self.tasks[task_id]
         if seed is not None:
             return self.order[seed % len(self.order)]

@@ -147,7 +147,8 @@ class VerilogGym(Gym):
                 task_id, reason = next(iter(excluded.items()))
                 raise ValueError(f"source={self.source!r}: every task selected by tasks={tasks!r} is excluded "
                                  f"({len(excluded)}), e.g. {task_id}: {reason.splitlines()[0]}")  # fmt: skip
-            raise ValueError(f"no task matches tasks={tasks!r}; `harness gyms list` shows the tasks")
+            raise ValueError(f"no task matches tasks={tasks!r}; `harness gyms list verilog --tasks` prints the ids "
+                             "(with the other -o options)")  # fmt: skip
 
     @property
     def settings(self) -> Settings:

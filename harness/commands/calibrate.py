@@ -47,7 +47,7 @@ def calibrate(
         source = f"the {gym} gym's {len(prompts)} task prompts"
     else:
         prompts, source = synthetic_prompts(batch, prompt_chars), f"synthetic, {prompt_chars} characters"
-    outputs.check_writable(out.parent, outputs.MB)
+    outputs.check_writable(out.parent, outputs.MB, "pass --out FILE in a writable directory")
     model = make_policy(policy, None, ZERO, overrides=overrides)  # type: ignore[arg-type]  (no gym: prompts only)
     if not isinstance(model, ModelPolicy):
         raise typer.BadParameter("calibrate a real model: tiny, hf:PATH or vllm:PATH", param_hint="--policy")

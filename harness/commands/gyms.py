@@ -30,11 +30,24 @@ def gyms_list(
         Optional[str], typer.Argument(metavar="[NAME]", help="Only this gym, made with the -o options.")
     ] = None,
     gym_option: GymOptions = None,
+    tasks: Annotated[bool, typer.Option("--tasks", help="Print NAME's task ids instead, one a line (the ids "
+                                        "that harness gyms step --task and an OpenEnv reset's task_id take).")] = False,
+    split: Annotated[str, typer.Option(help="The split whose task ids --tasks lists.")] = "train",
 ) -> None:
     """Show every installed gym: version, task count, and whether its tools are available; then the
-    tasks a gym excluded (a benchmark's tasks whose own files fail), with why."""
+    tasks a gym excluded (a benchmark's tasks whose own files fail), with why. With --tasks: NAME's
+    task ids."""
     if gym_option and only is None:
         raise typer.BadParameter("gym options need a gym: harness gyms list NAME -o KEY=VALUE", param_hint="NAME")
+    if split != "train" and not tasks:
+        raise typer.BadParameter("--split chooses the tasks --tasks lists: harness gyms list NAME --tasks --split "
+                                 f"{split}", param_hint="--split")  # fmt: skip
+    if tasks:
+        if only is None:
+            raise typer.BadParameter("--tasks lists one gym's tasks: harness gyms list NAME --tasks", param_hint="NAME")
+        for task in start_gym(only, parse_options(gym_option), split).tasks(split):
+            print(task.id)  # plain, for a script's `| grep`, with no markup to escape
+        return
     entries = registered()
     table = Table("gym", "version", "tasks", "tools", "from")
     excluded: list[str] = []
@@ -160,7 +173,8 @@ def gyms_card(
 
     gym = start_gym(name, parse_options(gym_option))
     path = out or results / costcard.CARDS / f"{gym.name}.json"
-    outputs.check_writable(path.parent, outputs.MB)  # before the measuring, not after it
+    fix = "pass --out FILE in a writable directory" if out else "pass --results DIR, a writable directory"
+    outputs.check_writable(path.parent, outputs.MB, fix)  # before the measuring, not after it
     card = gymcost.measure(gym, limit=limit, workers=gym_workers,
                            say=lambda line: err.print(line, soft_wrap=True, highlight=False, markup=False))  # fmt: skip
     costcard.save(card, path)

@@ -6,6 +6,7 @@ saved in a local directory; the vllm policy loads its learner here too (`transfo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -57,6 +58,13 @@ def hf_logits(model: Any, ids: torch.Tensor) -> torch.Tensor:
 def transformers_model(path: str, device: str, seed: int, **load: Any) -> tuple[torch.nn.Module, HFTokenizer, int]:
     """The causal LM saved at `path` (a local directory: nothing is downloaded), its tokenizer,
     and its context length (at most 4096). `load`: from_pretrained's options (dtype)."""
+    # Checked here: transformers takes a missing directory for a Hub repo id and says so.
+    wanted = ("pass a local directory holding a saved transformers model (its config.json and weights, e.g. "
+              "from harness tiny-model); nothing is downloaded at run time")  # fmt: skip
+    if not Path(path).is_dir():
+        raise ValueError(f"no model directory at {path}: {wanted}")
+    if not (Path(path) / "config.json").is_file():
+        raise ValueError(f"{path} holds no config.json, so no saved transformers model: {wanted}")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if device.startswith("npu"):
