@@ -147,7 +147,7 @@ def _comparison_line(block: Measured, name: str) -> str:
     repeats = len(block.repeats) or 1
     over = f" (mean of {repeats} repeats, 95% intervals)" if repeats > 1 else ""
     speedup = fig("speedup", ".2f", "x")
-    speedup = speedup if not_significant(iv.get("speedup"), 1.0) else f"[bold]{speedup}[/]"
+    speedup = speedup if not_significant(iv.get("speedup"), catalogue.BY_KEY["speedup"].null) else f"[bold]{speedup}[/]"
     drop = f" (drop {fig('idle_drop', '.1%')})" if "idle_drop" in c else ""  # runs before it have none
     return (
         f"{name} {speedup} (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "

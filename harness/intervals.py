@@ -36,9 +36,7 @@ def interval(
     """{mean, low, high, n}: low and high are None for a single value (no spread to measure);
     they are cut at the figure's `domain`. A `ratio` is taken on the log scale."""
     if ratio:
-        if any(v <= 0 for v in values):
-            raise ValueError(f"a ratio must be positive to be averaged on the log scale, got {list(values)}")
-        logs = interval([math.log(v) for v in values])
+        logs = interval(_logs(values))
         return {k: (math.exp(v) if k != "n" and v is not None else v) for k, v in logs.items()}
     n = len(values)
     if n == 0:
@@ -53,7 +51,13 @@ def interval(
 
 def mean(values: Sequence[float], ratio: bool = False) -> float:
     """The mean of a figure over repeats: geometric for a ratio, as `interval` takes it."""
-    return interval(values, ratio=ratio)["mean"]
+    return math.exp(statistics.fmean(_logs(values))) if ratio else statistics.fmean(values)
+
+
+def _logs(ratios: Sequence[float]) -> list[float]:
+    if any(v <= 0 for v in ratios):
+        raise ValueError(f"a ratio must be positive to be averaged on the log scale, got {list(ratios)}")
+    return [math.log(v) for v in ratios]
 
 
 def not_significant(spread: Mapping[str, Any] | None, null: float | None) -> bool:

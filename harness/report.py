@@ -97,7 +97,7 @@ def _headline(s: RunSummary) -> str:
     repeats = len(s.repeats)
     over = f" (means of {repeats} repeats)" if repeats > 1 else ""
     speedup = s.intervals.get("speedup")
-    if not_significant(speedup, 1.0):  # never bold a figure its own interval does not support
+    if not_significant(speedup, catalogue.BY_KEY["speedup"].null):  # never bold a figure its own interval does not support
         return (
             f"<p class=headline>Async's speedup per step, {c['speedup']:.2f}x{over}, is not significant: its 95 % "
             f"interval [{speedup['low']:.2f}x, {speedup['high']:.2f}x] holds 1.00x. The trainer idle ratio went "
