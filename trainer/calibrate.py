@@ -72,7 +72,8 @@ def calibrate(
     return replace(
         HardwareProfile(
             name=name,
-            description=f"measured: {engine}{policy.name} policy ({described.get('parameters')} parameters) on {device}",
+            description=f"measured: {engine}{policy.name} policy ({described.get('parameters')} parameters, "
+            f"{described.get('dtype')}) on {device}",
             generate_s_per_token=gen_s / max(gen_tokens, 1),
             train_s_per_token=train_s / max(train_tokens, 1),
             update_weights_s=statistics.fmean(updates),

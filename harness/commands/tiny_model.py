@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -16,14 +16,21 @@ def tiny_model(
     out: Annotated[Path, typer.Argument(help="The directory to write (a transformers model directory).")],
     hidden: Annotated[int, typer.Option(min=8, help="Hidden size.")] = 128,
     layers: Annotated[int, typer.Option(min=1)] = 2,
+    shape: Annotated[Optional[str], typer.Option(
+        help="A real model's shape instead of --hidden and --layers, with random weights: qwen3-4b "
+        "(4.02 B parameters, bfloat16, 8 GB on disk).")] = None,
+    device: Annotated[str, typer.Option(help="Where the weights are initialised: cpu, or cuda for a large shape.")] = "cpu",
     seed: Seed = 0,
 ) -> None:
     """Build a tiny Qwen3-architecture model (random weights) and its tokenizer in code, for
     trying the hf and vllm policies without a download: --policy vllm:OUT."""
-    from trainer.policies.tiny_hf import build
+    from trainer.policies.tiny_hf import SHAPES, build
 
-    outputs.check_writable(out, 16 * outputs.MB)
+    if shape is not None and shape not in SHAPES:
+        raise typer.BadParameter(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}", param_hint="--shape")
+    size = SHAPES[shape] if shape else {"hidden": hidden, "layers": layers}
+    outputs.check_writable(out, (9 * 1024 if shape else 16) * outputs.MB)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} exists and is not empty: name a new directory")
-    build(out, hidden=hidden, layers=layers, seed=seed)
+    build(out, **size, seed=seed, device=device)  # type: ignore[arg-type]
     console.print(f"written: {out} (use it with --policy vllm:{out} or --policy hf:{out})")

@@ -109,4 +109,6 @@ class ModelPolicy(Policy):
                 self._swapping = False
 
     def describe(self) -> dict[str, str]:
-        return {**super().describe(), "parameters": str(self.learner.parameter_count()), **self.engine.describe()}
+        dtype = str(next(self.learner.model.parameters()).dtype).removeprefix("torch.")
+        return {**super().describe(), "parameters": str(self.learner.parameter_count()), "dtype": dtype,
+                **self.engine.describe()}

@@ -3,6 +3,10 @@ model directory, so the `hf` and `vllm` policies can be run and tested without a
 
 The tokenizer is a byte-level BPE trained on a small built-in corpus (digits, arithmetic and
 the words of the math gym's prompts), with a chat template; the model has random weights.
+`SHAPES` names real models' shapes, so a hardware profile can be timed at a real model's cost
+(scripts/gpu-profile.sh): the model then has the real vocabulary's embedding rows, beyond the
+small tokenizer's (ids it cannot decode are dropped from the text, as a real tokenizer's padding
+rows are).
 """
 
 from __future__ import annotations
@@ -26,9 +30,21 @@ _CORPUS = [
 ]
 
 
+# Qwen3-4B's config.json: 36 layers, 32 query and 8 key-value heads of 128, hidden 2560, MLP 9728,
+# a 151936-token vocabulary and tied embeddings: 4.02 B parameters. The context is cut to 4096.
+SHAPES: dict[str, dict[str, object]] = {
+    "qwen3-4b": dict(hidden=2560, layers=36, heads=32, kv_heads=8, head_dim=128, intermediate=9728,
+                     model_vocab=151936, max_len=4096, dtype="bfloat16"),
+}  # fmt: skip
+
+
 def build(path: str | Path, *, hidden: int = 128, layers: int = 2, heads: int = 4, kv_heads: int = 2,
-          vocab: int = 512, max_len: int = 1024, seed: int = 0) -> Path:  # fmt: skip
-    """Write a tokenizer and a randomly initialised Qwen3 causal LM to `path`; returns it."""
+          vocab: int = 512, max_len: int = 1024, seed: int = 0, head_dim: int | None = None,
+          intermediate: int | None = None, model_vocab: int | None = None, dtype: str = "float32",
+          device: str = "cpu") -> Path:  # fmt: skip
+    """Write a tokenizer and a randomly initialised Qwen3 causal LM to `path`; returns it.
+    `vocab` is the tokenizer's size, `model_vocab` (at least that) the model's embedding rows;
+    `device` is where the weights are initialised (a GPU initialises billions in seconds)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -48,12 +64,13 @@ def build(path: str | Path, *, hidden: int = 128, layers: int = 2, heads: int = 
     tok.model_max_length = max_len
     torch.manual_seed(seed)
     config = Qwen3Config(
-        vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=hidden // heads,
-        max_position_embeddings=max_len, tie_word_embeddings=True, eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id, bos_token_id=None, torch_dtype="float32",
+        vocab_size=max(len(tok), model_vocab or 0), hidden_size=hidden, intermediate_size=intermediate or 2 * hidden,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        head_dim=head_dim or hidden // heads, max_position_embeddings=max_len, tie_word_embeddings=True,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None, torch_dtype=dtype,
     )  # fmt: skip
-    model = Qwen3ForCausalLM(config)
+    with torch.device(device):
+        model = Qwen3ForCausalLM(config).to(getattr(torch, dtype))
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path
