@@ -21,16 +21,17 @@
 # The project itself is installed from this tree with no dependencies (pip install --no-deps .).
 #
 # Environment: DEST (default results/profiles), NAME (default GPU-hf-qwen3-4b-shape, from the GPU's
-# name), DEVICE (default cuda:0), MODEL (tiny-model's shape options), PYTHON, COMMIT (the commit measured, where the tree has no .git).
+# name), DEVICE (default cuda:0), MODEL (tiny-model's shape options), PYTHON, and COMMIT (the
+# commit of this tree, for a copy of a clean checkout without its .git).
 # Writes DEST/NAME.json and the raw output in DEST/NAME/: the GPU (nvidia-smi), the versions,
 # calibrate.log, benchmark.log and the benchmark's summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if git rev-parse --git-dir > /dev/null 2>&1; then
+if [[ -n "${COMMIT:-}" ]]; then  # a copy of a clean checkout, without its .git (a GPU machine's)
+    commit=$COMMIT
+else
     source scripts/clean-tree.sh
     commit=$(git rev-parse --short HEAD)
-else
-    commit=${COMMIT:?set COMMIT to the commit of this tree (it has no .git)}
 fi
 python=${PYTHON:-python3}
 wheels=${WHEELS:-.whl}
