@@ -67,17 +67,21 @@ harness=("$python" -c "import sys; from harness.cli import main; sys.argv[0] = '
 } | tee "$raw/machine.txt"
 
 stamp "build the model: ${model[*]}, random weights"
-"${harness[@]}" tiny-model "$work/model" "${model[@]}" 2>&1 | grep -v "shards"
+"${harness[@]}" tiny-model "$work/model" "${model[@]}" 2>&1 | grep --line-buffered -v "shards"
 
 stamp "calibrate: 3 measured steps of 4 prompts x 4 samples, 128-token responses"
 "${harness[@]}" calibrate --policy "hf:$work/model@$device" --name "$name" --out "$dest/$name.json" \
     --gym math -o source=addition --response-tokens 128 --steps 3 --batch 4 --group 4 2>&1 \
-    | grep -v "Loading weights" | tee "$raw/calibrate.log"
+    | grep --line-buffered -v "Loading weights" | tee "$raw/calibrate.log"
 
 # drop_zero_advantage=false: the random model scores 0 on every task, and every step should train.
 stamp "benchmark: math, hf policy on $device, 4 steps of 2 x 4, both modes; NVML beside the trainer idle"
-"${harness[@]}" benchmark --gym math -o source=addition \
+# On one H200 (commit d37295d) it printed no step in 200 s after its gym workers started, while
+# calibrate ran; the deadline prints every thread's stack (faulthandler) where it stalls.
+deadline=${BENCH_DEADLINE_S:-300}
+"$python" -c "import faulthandler, sys; faulthandler.dump_traceback_later($deadline, exit=True); \
+from harness.cli import main; sys.argv[0] = 'harness'; main()" benchmark --gym math -o source=addition \
     --policy "hf:$work/model@$device:max_new_tokens=128,drop_zero_advantage=false" \
-    --steps 4 --batch 2 --group 4 --results "$work/results" 2>&1 | grep -v "Loading weights" | tee "$raw/benchmark.log"
+    --steps 4 --batch 2 --group 4 --results "$work/results" 2>&1 | grep --line-buffered -v "Loading weights" | tee "$raw/benchmark.log"
 cp "$work"/results/runs/*/summary.json "$raw/summary.json"
 stamp "done: $dest/$name.json and $raw/"
