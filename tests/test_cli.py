@@ -160,6 +160,8 @@ def test_tiny_model_writes_a_model_directory_and_refuses_a_used_one(tmp_path):
     assert out.returncode == 0, out.stderr
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in (tmp_path / "tiny").iterdir()}
     one_error_line(harness("tiny-model", str(tmp_path / "tiny")), f"{tmp_path / 'tiny'} exists and is not empty")
+    one_error_line(harness("tiny-model", str(tmp_path / "big"), "--shape", "qwen3-40b"),
+                   "unknown shape 'qwen3-40b'; known: qwen3-4b")
 
 
 @pytest.mark.parametrize("command", [["benchmark"], ["gyms", "card"], [], ["gyms"]])

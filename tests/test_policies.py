@@ -274,3 +274,17 @@ def test_replay_policy_picks_candidates_with_the_given_skill():
     task = gym.tasks()[0]
     texts = [g.text for g in policy.generate([Request(task, task.prompt, 1)] * 400, 0)]
     assert 0.15 < texts.count("pass") / 400 < 0.35
+
+
+def test_the_qwen3_4b_shape_has_qwen3_4b_s_parameter_count():
+    """`harness tiny-model --shape qwen3-4b` times a profile at a real model's cost: its config must
+    be Qwen3-4B's (4.02 B parameters, tied embeddings), counted here on the meta device."""
+    from transformers import Qwen3ForCausalLM
+
+    from trainer.policies.tiny_hf import SHAPES, model_config, tokenizer
+
+    config = model_config(tokenizer(), **SHAPES["qwen3-4b"])
+    with torch.device("meta"):
+        model = Qwen3ForCausalLM(config)
+    assert sum(p.numel() for p in model.parameters()) == 4_022_468_096
+    assert (config.vocab_size, config.dtype) == (151936, torch.bfloat16)

@@ -38,18 +38,29 @@ SHAPES: dict[str, dict[str, object]] = {
 }  # fmt: skip
 
 
-def build(path: str | Path, *, hidden: int = 128, layers: int = 2, heads: int = 4, kv_heads: int = 2,
-          vocab: int = 512, max_len: int = 1024, seed: int = 0, head_dim: int | None = None,
-          intermediate: int | None = None, model_vocab: int | None = None, dtype: str = "float32",
-          device: str = "cpu") -> Path:  # fmt: skip
-    """Write a tokenizer and a randomly initialised Qwen3 causal LM to `path`; returns it.
-    `vocab` is the tokenizer's size, `model_vocab` (at least that) the model's embedding rows;
-    `device` is where the weights are initialised (a GPU initialises billions in seconds)."""
+def build(path: str | Path, *, seed: int = 0, device: str = "cpu", **shape: object) -> Path:
+    """Write a tokenizer and a randomly initialised Qwen3 causal LM of `shape` (`model_config`'s
+    options) to `path`; returns it. `device` is where the weights are initialised (a GPU
+    initialises billions in seconds)."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
     path = Path(path)
+    tok = tokenizer(int(shape.pop("vocab", 512)), int(shape.get("max_len", 1024)))  # type: ignore[call-overload]
+    config = model_config(tok, **shape)  # type: ignore[arg-type]
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = Qwen3ForCausalLM(config).to(config.dtype)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def tokenizer(vocab: int = 512, max_len: int = 1024):  # type: ignore[no-untyped-def]
+    """A byte-level BPE of at most `vocab` tokens, trained on the built-in corpus, with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
@@ -62,15 +73,19 @@ def build(path: str | Path, *, hidden: int = 128, layers: int = 2, heads: int = 
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS, pad_token=PAD, bos_token=None)
     tok.chat_template = CHAT_TEMPLATE
     tok.model_max_length = max_len
-    torch.manual_seed(seed)
-    config = Qwen3Config(
+    return tok
+
+
+def model_config(tok, *, hidden: int = 128, layers: int = 2, heads: int = 4, kv_heads: int = 2,  # type: ignore[no-untyped-def]
+                 max_len: int = 1024, head_dim: int | None = None, intermediate: int | None = None,
+                 model_vocab: int | None = None, dtype: str = "float32"):  # fmt: skip
+    """The Qwen3 config of a model for `tok`: `model_vocab` (at least the tokenizer's size) is its
+    embedding rows."""
+    from transformers import Qwen3Config
+
+    return Qwen3Config(
         vocab_size=max(len(tok), model_vocab or 0), hidden_size=hidden, intermediate_size=intermediate or 2 * hidden,
         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
         head_dim=head_dim or hidden // heads, max_position_embeddings=max_len, tie_word_embeddings=True,
-        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None, torch_dtype=dtype,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None, dtype=dtype,
     )  # fmt: skip
-    with torch.device(device):
-        model = Qwen3ForCausalLM(config).to(getattr(torch, dtype))
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
