@@ -11,8 +11,9 @@ from typing import Any
 import torch
 
 from gyms import Gym, executors
-from harness import catalogue, control, costcard, errors, gpu_usage, intervals, outputs, record
+from harness import catalogue, control, costcard, errors, gpu_usage, intervals, outputs, predict, record
 from harness.summary import RunSummary
+from harness.target import Target
 from trainer import bias
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
@@ -63,6 +64,7 @@ def run_benchmark(
     results_root: Path = outputs.RESULTS,
     on_step: Callable[[str, StepRecord], None] | None = None,
     say: Callable[[str], None] | None = None,
+    target: Target | None = None,
 ) -> tuple[RunSummary, Path]:
     """Run every mode of `spec`, `spec.repeats` times, on one gym pool (and the control, if
     asked, on a pool of its own); write and return the run's summary.
@@ -73,6 +75,8 @@ def run_benchmark(
     repeat. Progress labels name the mode, the repeat and the control ("sync",
     "async 2/3", "control sync"). `say` gets a line of progress outside the steps: the gym
     workers' start-up, before the first mode (a gym with warm checkers can take most of a minute).
+    With a `target`, a run with an async mode ends with the prediction for that cluster
+    (harness/predict.py) in its summary's `predicted`.
 
     Start-up (the gym and its tasks, the profile, the first policy, a writable RESULTS with room)
     fails before the pool starts, and the run directory is made only when the first mode has
@@ -113,7 +117,19 @@ def run_benchmark(
         raise errors.BenchmarkInterrupted(progress.label, run_dir.path) from None
     summary = record.write_summary(run_dir.path, draft)
     costcard.write_run_card(run_dir.path, gym)  # card.json: the gym's measured costs, for harness plan and simulate
+    if target is not None and "async" in spec.modes:
+        draft["predicted"] = _predicted(run_dir.path, summary, target)
+        summary = record.write_summary(run_dir.path, draft)
     return summary, run_dir.path
+
+
+def _predicted(run_dir: Path, summary: RunSummary, target: Target) -> dict[str, Any]:
+    """The target's block, or why there is none: a run the simulator cannot model (every group
+    an error, say) is still a measured run, and keeps its record."""
+    try:
+        return predict.predict(run_dir, summary, target)
+    except ValueError as exc:
+        return {"error": str(exc)}
 
 
 @dataclass

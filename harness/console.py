@@ -14,7 +14,7 @@ from harness import catalogue, gpu_usage
 from harness.intervals import not_significant, with_interval
 from harness.summary import Measured, RunSummary
 from trainer.attribution import PARTS as WAIT_PARTS
-from trainer.policies.replay import PLACEMENTS
+from trainer.rules.placement import PLACEMENTS
 
 console = Console()
 err = Console(stderr=True)
@@ -51,6 +51,12 @@ def print_benchmark(summary: RunSummary, run_dir: Path) -> None:
         console.print(f"[yellow]generation, training and weight sync are emulated[/] with profile "
                       f"{profile.get('name')}: {profile.get('description')}; placement "
                       f"{summary.placement}: {PLACEMENTS.get(summary.placement or '', '')}")  # fmt: skip
+    if summary.predicted:
+        from harness.predict import lines  # the planner's modules: loaded by the run already
+
+        console.print()
+        for line in lines(summary.predicted):
+            console.print(line, markup=False, highlight=False)
     console.print(f"written: {run_dir}")
 
 

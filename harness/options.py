@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from trainer.policies.replay import PLACEMENTS
+from trainer.rules.placement import PLACEMENTS
 
 
 class WrappedHelp(TyperGroup):
@@ -48,10 +48,10 @@ Mode = Annotated[str, typer.Option(help="both, sync or async.")]
 Seed = Annotated[int, typer.Option(help="Seed of every random choice the command makes (task order, sampled "
                                    "answers, initial weights, simulated draws): the same seed repeats a run.")]
 Profile = Annotated[str, typer.Option(help="Hardware profile of the emulated stages: a name or a JSON file.")]
-Placement = Annotated[Optional[str], typer.Option(help="Where the emulated stages run: colocated (one accelerator "
-                                                  "pool takes generation and training in turn; the replay policy's "
-                                                  "default) or disaggregated (rollout and training accelerators of "
-                                                  "their own).")]  # fmt: skip
+Placement = Annotated[Optional[str], typer.Option(help="Where the accelerator stages run, the same in benchmark, "
+                                                  "simulate and plan: colocated (the default: one accelerator pool "
+                                                  "takes generation and training in turn) or disaggregated (rollout "
+                                                  "and training accelerators of their own).")]  # fmt: skip
 Results = Annotated[Path, typer.Option(help="The results root: runs/, cards/ and the leaderboard.")]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 

@@ -1,17 +1,20 @@
 """`harness plan`: gym workers per node, max staleness and buffer depth for a cluster.
 
-How accelerators become pipeline parts (the mapping the simulator is given):
-* Placement is disaggregated: half the accelerators (at least one) are rollout engines, one
-  engine each, generating at the profile's rate; the rest are data-parallel trainer replicas,
-  which share the per-token training time of a batch (perfect scaling: an optimistic assumption).
+How accelerators become pipeline parts (the mapping the simulator is given), by placement
+(trainer/rules/placement.py, the same meaning as benchmark's and simulate's):
+* colocated (the default): every accelerator is a rollout engine and a data-parallel trainer
+  replica, and a train step holds them all; disaggregated: half the accelerators (at least one)
+  are engines, the rest trainer replicas. An engine generates at the profile's rate; replicas
+  share the per-token training time of a batch (perfect scaling: an optimistic assumption).
 * The batch defaults to 4 groups per engine, the benchmark's 4 x 4 per engine, so each
   engine and trainer replica sees the profile's reference load.
 * The gym workers of every node serve one FIFO queue (a shared queue or a balancer).
 
 The search: for max_staleness 1, 2, ... the fewest gym workers per node whose simulated async
-trainer idle ratio is at or under the target; the first staleness that reaches it wins, since
+idle ratio (`idle_ratio`: what gym work leaves idle) is at or under the target; the first staleness that reaches it wins, since
 staler samples cost learning and cores cost little. Beside it, the queueing rule's answer:
-n >= 1.3 x lambda x E[S], with lambda the gym calls per second when the accelerators set the pace.
+n >= 1.3 x lambda x E[S], with lambda the gym calls per second when the accelerators set the pace
+(a step's generation and training in turn when colocated, the slower of the two when not).
 """
 
 from __future__ import annotations
@@ -26,7 +29,21 @@ from harness.costcard import CostCard
 from harness.sim.pipeline import SimConfig
 from harness.sim.stages import Stages
 from harness.simulate import Simulated, simulate_modes
+from trainer.metrics import ModeSummary
+from trainer.rules.placement import DEFAULT_PLACEMENT, engines_and_trainers
 
+def idle_ratio(figures: ModeSummary, placement: str) -> float:
+    """The idle that gym workers can remove: the trainer's where it has accelerators of its own;
+    a colocated pool's (neither generating nor training), since there the trainer waits by design
+    while its accelerators generate, which no gym worker changes."""
+    if placement == "colocated" and figures.accelerator_idle_ratio is not None:
+        return figures.accelerator_idle_ratio
+    return figures.trainer_idle_ratio
+
+
+IDLE_NAMES = {"colocated": "accelerator idle ratio (the pool neither generating nor training)",
+              "disaggregated": "trainer idle ratio"}  # fmt: skip
+NEAR_BEST = 0.01  # an unreachable target: busy time within 1 % of every core's is as good
 HEADROOM = 1.3  # the design's rule: utilisation rho = lambda E[S] / n stays near 1 / 1.3
 GROUPS_PER_ENGINE = 4
 
@@ -36,14 +53,16 @@ class Cluster:
     nodes: int
     accelerators_per_node: int
     cores_per_node: int
+    placement: str = DEFAULT_PLACEMENT
 
     def __post_init__(self) -> None:
         for flag, value in (("--nodes", self.nodes), ("--accelerators", self.accelerators_per_node),
                             ("--cores-per-node", self.cores_per_node)):  # fmt: skip
             if value < 1:
                 raise ValueError(f"{flag} must be at least 1, got {value}")
-        if self.accelerators < 2:
-            raise ValueError("the plan needs at least 2 accelerators: one to generate, one to train")
+        if self.placement == "disaggregated" and self.accelerators < 2:
+            raise ValueError("a disaggregated plan needs at least 2 accelerators: one to generate, one to train")
+        engines_and_trainers(self.placement, self.accelerators)  # the placement's check
 
     @property
     def accelerators(self) -> int:
@@ -51,17 +70,18 @@ class Cluster:
 
     @property
     def engines(self) -> int:
-        return max(1, self.accelerators // 2)
+        return engines_and_trainers(self.placement, self.accelerators)[0]
 
     @property
     def trainers(self) -> int:
-        return self.accelerators - self.engines
+        return engines_and_trainers(self.placement, self.accelerators)[1]
 
 
 @dataclass(frozen=True)
 class SizingRule:
     gym_calls_per_step: float
-    step_time_s: float  # when the accelerators set the pace: max(generation, training) per step
+    step_time_s: float  # when the accelerators set the pace: generation then training per step if
+    # they share the accelerators (colocated), else the slower of the two
     arrival_per_s: float  # lambda
     service_mean_s: float  # E[S]
     workers: int  # ceil(1.3 x lambda x E[S]), over the whole cluster
@@ -73,7 +93,7 @@ def sizing_rule(card: CostCard, stages: Stages, cluster: Cluster, batch: int, gr
     generate = (turns * stages.response_s.mean + batch * card.mean_turns * stages.generate_call_s) / cluster.engines
     train = (stages.train_fixed_s.mean + stages.update_weights_s.mean
              + stages.train_turn_s * turns * (1 - card.error_rate) / cluster.trainers)  # fmt: skip
-    step = max(generate, train)
+    step = generate + train if cluster.placement == "colocated" else max(generate, train)
     arrival = turns / step
     workers = max(1, math.ceil(HEADROOM * arrival * card.service_s.mean))
     return SizingRule(turns, step, arrival, card.service_s.mean, workers, math.ceil(workers / cluster.nodes))
@@ -88,9 +108,9 @@ class Plan:
     rule: SizingRule
     workers_per_node: int
     max_staleness: int
-    reached: bool  # the simulated idle ratio is at or under the target
+    reached: bool  # the simulated idle_ratio is at or under the target
     summary: Simulated  # simulate_modes at the recommendation, sync and async
-    tried: list[tuple[int, int, float]]  # (max_staleness, workers per node, async idle ratio)
+    tried: list[tuple[int, int, float]]  # (max_staleness, workers per node, async idle_ratio)
     warnings: list[str]
 
     @property
@@ -117,8 +137,8 @@ def plan(
     if staleness_limit < 1:
         raise ValueError(f"--max-staleness-limit must be at least 1, got {staleness_limit}")
     batch = GROUPS_PER_ENGINE * cluster.engines if batch_groups is None else batch_groups
-    base = SimConfig(mode="async", steps=steps, batch_groups=batch, group_size=group_size,
-                     engines=cluster.engines, trainers=cluster.trainers, seed=seed)  # fmt: skip
+    base = SimConfig(mode="async", steps=steps, batch_groups=batch, group_size=group_size, engines=cluster.engines,
+                     trainers=cluster.trainers, seed=seed, placement=cluster.placement)  # fmt: skip
     tried: dict[tuple[int, int], float] = {}
 
     def idle(staleness: int, per_node: int) -> float:
@@ -126,9 +146,9 @@ def plan(
         if key not in tried:
             started = time.monotonic()
             config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
-            tried[key] = simulate_modes(card, stages, config, ("async",)).modes["async"].trainer_idle_ratio
+            tried[key] = idle_ratio(simulate_modes(card, stages, config, ("async",)).modes["async"], cluster.placement)
             if on_try is not None:
-                on_try(f"simulated max_staleness {staleness}, {per_node} gym workers per node: async trainer idle "
+                on_try(f"simulated max_staleness {staleness}, {per_node} gym workers per node: async idle "
                        f"{tried[key]:.1%} ({time.monotonic() - started:.2f} s)")  # fmt: skip
         return tried[key]
 
@@ -140,9 +160,12 @@ def plan(
             choice = staleness, fewest
             break
     reached = choice is not None
-    if choice is None:  # the target is out of reach: the best there is, with every core
+    if choice is None:  # the target is out of reach: the best staleness, with the fewest workers that keep
+        # the accelerators busy within NEAR_BEST of every core's (past it, more cores buy almost nothing)
         best = min(range(1, staleness_limit + 1), key=lambda s: (idle(s, cluster.cores_per_node), s))
-        choice = best, cluster.cores_per_node
+        busiest = 1 - idle(best, cluster.cores_per_node)
+        choice = best, _fewest(lambda n: 1 - idle(best, n) >= busiest * (1 - NEAR_BEST), cluster.cores_per_node,
+                               rule.per_node)  # fmt: skip
     staleness, per_node = choice
     config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
     if on_try is not None:
@@ -186,7 +209,7 @@ def _warnings(p: Plan) -> list[str]:
     found = []
     figures = p.summary.modes["async"]
     stage = figures.stage_per_step
-    if stage["generate"] > stage["train"]:
+    if p.cluster.placement == "disaggregated" and stage["generate"] > stage["train"]:
         found.append(
             f"rollout is slower than training (generation {stage['generate']:.2f} s vs training "
             f"{stage['train']:.2f} s per step): the trainer waits every step and step times can alternate "
@@ -202,7 +225,8 @@ def _warnings(p: Plan) -> list[str]:
     if not p.reached:
         found.append(
             f"no max_staleness up to {max(s for s, _, _ in p.tried)} brings the simulated idle ratio under "
-            f"{p.target_idle:.0%}, even with every core a gym worker; the plan is the best found."
+            f"{p.target_idle:.0%}, even with every core a gym worker; the plan is the best found (the fewest "
+            f"workers that keep the accelerators within {NEAR_BEST:.0%} of as busy as every core does)."
         )
     return found
 
@@ -216,15 +240,18 @@ def render(p: Plan, card_from: str, stages_from: str) -> list[str]:
         f"card: {card_from}",
         f"stages: {stages_from}",
         f"cluster: {c.nodes} node(s) x {c.accelerators_per_node} accelerators x {c.cores_per_node} cores -> "
-        f"{c.engines} rollout engine(s), {c.trainers} trainer replica(s) (placement disaggregated); batch "
+        f"{c.engines} rollout engine(s), {c.trainers} trainer replica(s) (placement {c.placement}); batch "
         f"{p.batch_groups} groups x {p.group_size}",
         f"sizing rule: lambda = {r.arrival_per_s:.1f} gym calls/s (step {r.step_time_s:.2f} s set by the "
         f"accelerators), E[S] = {r.service_mean_s:.3f} s -> n >= {HEADROOM} x lambda x E[S] = "
         f"{HEADROOM * r.arrival_per_s * r.service_mean_s:.1f}: {r.workers} gym workers in all, {r.per_node} per node",
         f"simulated: {p.workers_per_node} gym workers per node, max_staleness {p.max_staleness} "
-        f"(rho = {rho:.2f}); target idle ratio {p.target_idle:.0%} {'reached' if p.reached else 'NOT reached'}",
+        f"(rho = {rho:.2f}); target {IDLE_NAMES[c.placement]} {p.target_idle:.0%} "
+        f"{'reached' if p.reached else 'NOT reached'}",
         f"buffer depth: {p.buffer_groups} groups ((max_staleness + 1) x batch may be in flight or ready); "
         f"ready queue at a take: mean {depth['mean']:.1f}, max {depth['max']}",
+        *([f"predicted accelerator idle ratio: async {idle_ratio(async_, c.placement):.1%}, sync "
+           f"{idle_ratio(sync, c.placement):.1%}"] if c.placement == "colocated" else []),
         f"predicted trainer idle ratio: async {async_.trainer_idle_ratio:.1%}, sync "
         f"{sync.trainer_idle_ratio:.1%}; step time async {async_.step_time_mean:.2f} s, sync "
         f"{sync.step_time_mean:.2f} s; speedup {(p.summary.comparison or {})['speedup']:.2f}x; "
@@ -232,7 +259,7 @@ def render(p: Plan, card_from: str, stages_from: str) -> list[str]:
     ]
     for staleness, per_node, idle in p.tried:
         if staleness < p.max_staleness and per_node == c.cores_per_node:
-            lines.append(f"rejected: max_staleness {staleness} leaves the trainer idle {idle:.1%} even with "
+            lines.append(f"rejected: max_staleness {staleness} leaves it idle {idle:.1%} even with "
                          f"{per_node} gym workers per node")  # fmt: skip
     return lines + [f"warning: {w}" for w in p.warnings]
 
@@ -242,10 +269,11 @@ def to_json(p: Plan, card_from: str, stages_from: str) -> dict[str, Any]:
         "card": card_from, "stages": stages_from, "cluster": {
             "nodes": p.cluster.nodes, "accelerators_per_node": p.cluster.accelerators_per_node,
             "cores_per_node": p.cluster.cores_per_node, "engines": p.cluster.engines, "trainers": p.cluster.trainers,
-            "placement": "disaggregated"},
+            "placement": p.cluster.placement},
         "batch_groups": p.batch_groups, "group_size": p.group_size, "target_idle": p.target_idle,
         "sizing_rule": vars(p.rule), "workers_per_node": p.workers_per_node, "max_staleness": p.max_staleness,
         "buffer_groups": p.buffer_groups, "reached": p.reached, "simulated": p.summary.to_json(),
-        "tried": [{"max_staleness": s, "workers_per_node": n, "trainer_idle_ratio": i} for s, n, i in p.tried],
+        "idle_ratio": IDLE_NAMES[p.cluster.placement],
+        "tried": [{"max_staleness": s, "workers_per_node": n, "idle_ratio": i} for s, n, i in p.tried],
         "warnings": p.warnings,
     }  # fmt: skip

@@ -17,10 +17,11 @@ from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
 from harness.intervals import not_significant, with_interval
 from harness.outputs import naming, write_bytes, write_text
+from harness.predict import lines
 from harness.rundir import Run, bias_of, load_run, service_stats, service_times
 from harness.summary import Measured, RunSummary
 from trainer.attribution import PARTS
-from trainer.policies.replay import PLACEMENTS
+from trainer.rules.placement import PLACEMENTS
 from trainer.types import FATES
 
 REPORT = "report.html"
@@ -58,6 +59,10 @@ def report_html(run: Run, images: dict[str, bytes]) -> str:
             "Every gym step is real work in the sandbox.</p>"
         )
     parts.append(_headline(s))
+    if s.predicted:
+        first, *rest = lines(s.predicted)
+        parts.append(f"<h2>Predicted for the target cluster</h2>\n<p>{escape(first)}</p>\n<ul>"
+                     + "".join(f"<li>{escape(line.strip())}</li>" for line in rest) + "</ul>")  # fmt: skip
     if len(s.repeats) > 1 or s.control:
         parts.append("<h2>Repeats and control</h2>\n" + _repeats_and_control(s))
     parts.append("<h2>Metrics</h2>\n" + _metrics_table(run))

@@ -120,16 +120,22 @@ def resimulate(run: str, results_root: Path, repeats: int = 100, seed: int = 0) 
     path = find_run(run, results_root)
     recorded = load_run(path)
     summary = recorded.summary
+    config = config_of(summary)
+    card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
+    predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]
+    return Fidelity(recorded.run_id, summary.gym, repeats, config, modes, summary, predicted)
+
+
+def config_of(summary: RunSummary) -> SimConfig:
+    """The simulator's configuration of a benchmark run: its batch, group, staleness,
+    over-sampling, gym workers, steps and placement."""
     spec = summary.spec
-    config = SimConfig(
+    return SimConfig(
         steps=int(spec["steps"]), batch_groups=int(spec["batch_groups"]), group_size=int(spec["group_size"]),
         max_staleness=int(spec["max_staleness"]), oversample=_oversample(summary),
         gym_workers=int(summary.gym_workers or 1),
         placement=summary.placement or "disaggregated",  # real stages: their own hardware
     )  # fmt: skip
-    card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
-    predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]
-    return Fidelity(recorded.run_id, summary.gym, repeats, config, modes, summary, predicted)
 
 
 def _oversample(summary: RunSummary) -> int:

@@ -79,6 +79,7 @@ class RunSummary(Measured):
     profile: dict[str, Any] | None  # the hardware profile of the emulated stages
     control: Measured | None = None
     interrupted: str | None = None  # the mode it was interrupted in; harness leaderboard leaves it out
+    predicted: dict[str, Any] | None = None  # for the target cluster, by the planner and simulator (harness/predict.py)
 
     @classmethod
     def _typed(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,12 @@ def test_benchmark_writes_a_complete_run_record(tmp_path):
     kinds = {json.loads(line)["kind"] for line in (run_dir / "timeline.jsonl").open()}
     assert kinds >= {"train_wait", "actor_train", "update_weights", "generate", "gym_step"}
     assert (run_dir / "buffer.csv").read_text().startswith("mode,time,depth")
+    # the prediction for the default target node, from the planner and the simulator (tests/test_predict.py)
+    predicted = summary["predicted"]
+    assert predicted["target"] == {"accelerators_per_node": 8, "cores_per_node": 192, "nodes": 1}
+    assert predicted["placement"] == "colocated" and 1 <= predicted["plan"]["workers_per_node"] <= 192
+    assert predicted["here"]["speedup"]["measured"] == summary["comparison"]["speedup"]
+    assert "Predicted for the target cluster" in (run_dir / "report.html").read_text()
 
 
 def test_benchmark_table_names_the_emulation(tmp_path):

@@ -12,7 +12,7 @@ from in_process import harness_here
 
 from harness import costcard
 from harness.costcard import CostCard, turn_pmf
-from harness.plan import Cluster, _fewest, plan, sizing_rule
+from harness.plan import Cluster, _fewest, idle_ratio, plan, sizing_rule
 from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig
 from harness.sim.stages import Stages, from_profile
@@ -29,18 +29,24 @@ HEAVY = CostCard("heavy", "test", {}, Distribution.of([0.05 + 0.95 * i / 97 for 
 def async_idle(p, workers_per_node: int) -> float:
     config = SimConfig(mode="async", steps=40, batch_groups=p.batch_groups, group_size=p.group_size,
                        max_staleness=p.max_staleness, gym_workers=workers_per_node * p.cluster.nodes,
-                       engines=p.cluster.engines, trainers=p.cluster.trainers)  # fmt: skip
-    return simulate_modes(HEAVY, H100, config, ("async",))["modes"]["async"]["trainer_idle_ratio"]
+                       engines=p.cluster.engines, trainers=p.cluster.trainers, placement=p.cluster.placement)  # fmt: skip
+    return idle_ratio(simulate_modes(HEAVY, H100, config, ("async",)).modes["async"], p.cluster.placement)
 
 
-def test_the_recommendation_keeps_the_simulated_idle_ratio_under_target():
-    p = plan(HEAVY, H100, Cluster(nodes=2, accelerators_per_node=4, cores_per_node=64), target_idle=0.05)
+@pytest.mark.parametrize("placement,target", [("disaggregated", 0.05), ("colocated", 0.10)])
+def test_the_recommendation_keeps_the_simulated_idle_ratio_under_target(placement, target):
+    """Colocated, the target is the pool's idle (neither generating nor training): its trainer
+    also waits while the pool generates, which no gym worker changes."""
+    p = plan(HEAVY, H100, Cluster(nodes=2, accelerators_per_node=4, cores_per_node=64, placement=placement),
+             target_idle=target)  # fmt: skip
     assert p.reached
-    assert async_idle(p, p.workers_per_node) <= 0.05
-    assert p.workers_per_node == 1 or async_idle(p, p.workers_per_node - 1) > 0.05  # and no worker to spare
-    assert p.summary["modes"]["async"]["trainer_idle_ratio"] <= 0.05
+    assert async_idle(p, p.workers_per_node) <= target
+    assert p.workers_per_node == 1 or async_idle(p, p.workers_per_node - 1) > target  # and no worker to spare
+    assert idle_ratio(p.summary.modes["async"], placement) <= target
     assert p.summary["comparison"]["speedup"] > 1
     assert p.buffer_groups == (p.max_staleness + 1) * p.batch_groups
+    if placement == "colocated":  # the trainer's own idle includes generation
+        assert p.summary.modes["async"].trainer_idle_ratio > target
 
 
 def test_the_worker_search_finds_the_fewest_from_any_guess_in_few_simulations():
@@ -58,17 +64,22 @@ def test_the_sizing_rule_by_hand():
     card = CostCard("c", "test", {}, Distribution.constant(0.2), (1.0,), 0.0, 0.0, workers=1, calls=1)
     stages = Stages("test", 0.0, Distribution.constant(0.1), Distribution.constant(1.0), 0.0,
                     Distribution.constant(0.5))  # fmt: skip
-    rule = sizing_rule(card, stages, Cluster(1, 4, 16), batch=8, group=4)
+    rule = sizing_rule(card, stages, Cluster(1, 4, 16, "disaggregated"), batch=8, group=4)
     # 32 calls per step; 2 engines generate them in 32 x 0.1 / 2 = 1.6 s > training's 1.5 s
     assert rule.step_time_s == pytest.approx(1.6) and rule.arrival_per_s == pytest.approx(20.0)
     assert rule.workers == 6  # ceil(1.3 x 20 x 0.2)
+    # colocated, all 4 generate (0.8 s), then train (1.5 s): 32 calls in 2.3 s
+    pooled = sizing_rule(card, stages, Cluster(1, 4, 16, "colocated"), batch=8, group=4)
+    assert pooled.step_time_s == pytest.approx(2.3) and pooled.workers == 4  # ceil(1.3 x 32 / 2.3 x 0.2)
 
 
 def test_rollout_slower_than_training_is_a_warning_with_a_remedy():
     slow_generation = replace(H100, response_s=Distribution.constant(0.5))
-    p = plan(HEAVY, slow_generation, Cluster(1, 2, 16), steps=20)
+    p = plan(HEAVY, slow_generation, Cluster(1, 2, 16, "disaggregated"), steps=20)
     assert any("rollout is slower than training" in w and "depth-1" in w for w in p.warnings)
-    assert not any("rollout is slower" in w for w in plan(HEAVY, H100, Cluster(1, 2, 16), steps=20).warnings)
+    assert not any("rollout is slower" in w for w in plan(HEAVY, H100, Cluster(1, 2, 16, "disaggregated"), steps=20).warnings)
+    # a colocated pool never overlaps the two, so it has no such bubble
+    assert not any("rollout is slower" in w for w in plan(HEAVY, slow_generation, Cluster(1, 2, 16), steps=20).warnings)
 
 
 def test_a_gym_too_heavy_for_the_cores_says_so():
@@ -87,12 +98,15 @@ def test_a_gym_too_heavy_for_the_cores_says_so():
 ])  # fmt: skip
 def test_bad_clusters(nodes, accelerators, cores, message):
     with pytest.raises(ValueError, match=message):
-        Cluster(nodes, accelerators, cores)
+        Cluster(nodes, accelerators, cores, "disaggregated")
 
 
 def test_cluster_mapping():
-    c = Cluster(nodes=64, accelerators_per_node=8, cores_per_node=192)
+    c = Cluster(nodes=64, accelerators_per_node=8, cores_per_node=192, placement="disaggregated")
     assert (c.accelerators, c.engines, c.trainers) == (512, 256, 256)
+    pool = Cluster(nodes=64, accelerators_per_node=8, cores_per_node=192)  # colocated, benchmark's default
+    assert (pool.placement, pool.engines, pool.trainers) == ("colocated", 512, 512)
+    assert Cluster(1, 1, 8).engines == 1  # one accelerator can generate and train in turn
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -106,7 +120,7 @@ def test_plan_for_verilog_on_8_accelerators(monkeypatch, capsys):
     assert "sizing rule: lambda = " in out and "gym workers per node, max_staleness" in out
     assert "predicted trainer idle ratio: async" in out and "speedup" in out
     # progress on stderr, one line per simulation (a large cluster takes minutes)
-    assert "simulated max_staleness 1, 192 gym workers per node: async trainer idle" in err
+    assert "simulated max_staleness 1, 192 gym workers per node: async idle" in err
     assert "chosen: max_staleness" in err
 
 
@@ -115,7 +129,8 @@ def test_plan_json(monkeypatch, capsys):
                                 "--cores-per-node", "32", "--steps", "10", "--results", str(RESULTS), "--json")  # fmt: skip
     figures = json.loads(out)
     assert code == 0 and 1 <= figures["workers_per_node"] <= 32
-    assert figures["sizing_rule"]["workers"] >= 1 and figures["cluster"]["engines"] == 2
+    assert figures["sizing_rule"]["workers"] >= 1 and figures["cluster"]["engines"] == 4
+    assert figures["cluster"]["placement"] == "colocated"
 
 
 @pytest.mark.parametrize("args,message", [

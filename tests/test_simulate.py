@@ -73,7 +73,7 @@ def test_fifo_servers_reproduce_m_m_c(arrival, servers):
 # the sum over the requests it took; a gym step takes 0.5 s on a free worker; training 2 s + 0.5 s.
 # When a step's groups start, their requests reach the engine at once: the first finds it idle
 # and is a call of its own (0.1 s); the others wait for it and share the next call.
-HAND = dict(batch_groups=2, group_size=4, gym_workers=8, steps=8)
+HAND = dict(batch_groups=2, group_size=4, gym_workers=8, steps=8, placement="disaggregated")  # stages overlap
 CONSTANT = card(Distribution.constant(0.5))
 
 
@@ -181,8 +181,8 @@ def test_every_group_errored_stops_like_the_real_pipeline():
 
 
 def test_a_simulated_hour_stops_at_the_duration():
-    result = simulate(CONSTANT, stages(0.1, 2.0, 0.5), SimConfig(mode="async", steps=2**62, duration_s=3600,
-                                                                  batch_groups=2, group_size=4, gym_workers=8))  # fmt: skip
+    result = simulate(CONSTANT, stages(0.1, 2.0, 0.5), SimConfig(mode="async", duration_s=3600,
+                                                                  **{**HAND, "steps": 2**62}))  # fmt: skip
     assert 3600 <= result.wall < 3600 + 2.5 and len(result.steps) == pytest.approx(3600 / 2.5, abs=2)
 
 
@@ -360,12 +360,16 @@ def test_colocated_placement_takes_generation_and_training_in_turn():
     fast_gym, accel = card(Distribution.constant(0.001)), stages(0.1, 2.0, 0.5)  # 0.8 s + 2.5 s a step
     colocated = {m: summarize(simulate(fast_gym, accel, replace(config, mode=m, placement="colocated")))
                  for m in ("sync", "async")}  # fmt: skip
-    disaggregated = summarize(simulate(fast_gym, accel, replace(config, mode="async")))
+    disaggregated = summarize(simulate(fast_gym, accel, replace(config, mode="async", placement="disaggregated")))
+    # a pool of two: each accelerator generates one group (0.4 s), then both train (2.5 s)
+    pool = summarize(simulate(fast_gym, accel, replace(config, mode="async", engines=2, trainers=2)))
     assert colocated["async"]["step_time_mean"] == pytest.approx(3.3, abs=0.02)
     assert colocated["sync"]["step_time_mean"] == pytest.approx(3.301, abs=0.001)
     assert colocated["async"]["ideal_step_time"] == pytest.approx(3.3, abs=0.02)
     assert disaggregated["step_time_mean"] == pytest.approx(2.5, abs=0.02)
-    with pytest.raises(ValueError, match="--engines 1 --trainers 1"):
+    assert pool["step_time_mean"] == pytest.approx(2.9, abs=0.02)
+    assert SimConfig().placement == "colocated"  # benchmark's default, and plan's
+    with pytest.raises(ValueError, match="--engines and --trainers must be equal"):
         SimConfig(engines=2, placement="colocated")
     with pytest.raises(ValueError, match="colocated or disaggregated"):
         SimConfig(placement="shared")

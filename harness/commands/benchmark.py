@@ -26,6 +26,7 @@ from harness.options import (
     placement_of,
 )
 from harness.outputs import RESULTS
+from harness.target import DEFAULT_TARGET, Target
 from trainer.policies.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
@@ -61,12 +62,20 @@ def benchmark(
     control: Annotated[
         bool, typer.Option(help="Also run the same configuration with an instant gym (harness/control.py).")
     ] = False,
+    target: Annotated[str, typer.Option(
+        help="The cluster to predict for, ACCELERATORSxCORES[xNODES] per node: after the measured table, the "
+        "planner's gym workers, max staleness, idle and speedup there (harness/predict.py).")] = DEFAULT_TARGET,
     results: Results = RESULTS,
     as_json: Json = False,
 ) -> None:
-    """Run GRPO sync and async on the same tasks, seed and budget; report idle ratio and speedup."""
+    """Run GRPO sync and async on the same tasks, seed and budget; report idle ratio and speedup,
+    and what the planner predicts for the target cluster."""
     modes = modes_of(mode)
     placement = placement_of(placement)
+    try:
+        cluster = Target.parse(target)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--target") from None
     from harness.benchmark import BenchmarkSpec, run_benchmark
     from harness.record import summary_json
     from harness.report import write_report
@@ -92,7 +101,7 @@ def benchmark(
     def say(line: str) -> None:  # start-up progress, on stderr: --json's stdout is the JSON alone
         err.print(line, soft_wrap=True, highlight=False, markup=False)
 
-    summary, run_dir = run_benchmark(spec, results, on_step=progress, say=say)
+    summary, run_dir = run_benchmark(spec, results, on_step=progress, say=say, target=cluster)
     write_report(run_dir)  # report.html and figures/ beside the run record
     if as_json:
         print(summary_json(summary), end="")

@@ -9,20 +9,23 @@ from typing import Annotated, Optional
 import typer
 
 from harness.console import console, err
-from harness.options import Group, Json, Profile, Results, Seed
+from harness.options import Group, Json, Placement, Profile, Results, Seed, placement_of
 from harness.outputs import RESULTS
 from trainer.policies.profiles import DEFAULT_PROFILE
+from trainer.rules.placement import DEFAULT_PLACEMENT
 
 
 def plan(
     gym: Annotated[str, typer.Option(help="The gym to plan for.")],
-    accelerators: Annotated[int, typer.Option(help="Accelerators per node (half generate, half train).")],
+    accelerators: Annotated[int, typer.Option(help="Accelerators per node (colocated: each generates and trains "
+                                              "in turn; disaggregated: half generate, half train).")],
     cores_per_node: Annotated[int, typer.Option(help="CPU cores per node (gym workers are at most this).")],
     nodes: Annotated[int, typer.Option(help="Nodes.")] = 1,
     card: Annotated[Optional[Path], typer.Option(help="Cost card JSON. Default: RESULTS/cards/GYM.json "
                                                  "(harness gyms card GYM), else the newest run of GYM under "
                                                  "RESULTS/runs/, else an error.")] = None,
     profile: Profile = DEFAULT_PROFILE,
+    placement: Placement = DEFAULT_PLACEMENT,
     batch: Annotated[Optional[int], typer.Option(min=1, help="Groups per step (default: 4 per rollout engine).")] = None,
     group: Group = 4,
     target_idle: Annotated[float, typer.Option(help="Highest acceptable async trainer idle ratio.")] = 0.05,
@@ -39,7 +42,7 @@ def plan(
     from harness.sim.stages import from_profile
     from trainer.policies.profiles import load_profile
 
-    cluster = planner.Cluster(nodes, accelerators, cores_per_node)
+    cluster = planner.Cluster(nodes, accelerators, cores_per_node, placement_of(placement) or DEFAULT_PLACEMENT)
     cost, where = find_card(gym, results, card)
     stages = from_profile(load_profile(profile))
     result = planner.plan(cost, stages, cluster, batch, group, target_idle, max_staleness_limit, steps, seed,

@@ -26,6 +26,7 @@ from harness.options import (
 )
 from harness.outputs import RESULTS
 from trainer.policies.profiles import DEFAULT_PROFILE
+from trainer.rules.placement import DEFAULT_PLACEMENT
 
 
 def simulate(
@@ -42,20 +43,29 @@ def simulate(
     max_staleness: MaxStaleness = 1,
     oversample: Oversample = 0,  # --run takes the run's
     gym_workers: GymWorkers = None,
-    engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time).")] = 1,
+    engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time); colocated: "
+                                         "as many as --trainers, one pool.")] = 1,
     trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
-    placement: Placement = "disaggregated",  # --run takes the run's
+    placement: Placement = DEFAULT_PLACEMENT,  # --run takes the run's
     repeats: Annotated[int, typer.Option(help="--run: simulations averaged (seeds SEED, SEED+1, ...).")] = 100,
     seed: Seed = 0,
     results: Results = RESULTS,
     as_json: Json = False,
     markdown: Annotated[bool, typer.Option(help="--run: print the run's row of docs/simulate.md's table.")] = False,
+    target: Annotated[Optional[str], typer.Option(
+        help="--run: print what the run predicts for this cluster, ACCELERATORSxCORES[xNODES] per node, as "
+        "harness benchmark does at its end.")] = None,
 ) -> None:
     """Simulate the sync and async pipelines (discrete events, the trainer's rules) in seconds."""
     from gyms.pool import default_workers
     from harness import simulate as sim
     from harness.sim.pipeline import SimConfig
 
+    if target is not None:
+        if run is None:
+            raise typer.BadParameter("a prediction is made from a run: add --run RUN_ID", param_hint="--target")
+        _predict(run, results, target)
+        return
     if run is not None:
         fidelity = sim.resimulate(run, results, repeats, seed)
         if markdown:
@@ -74,7 +84,7 @@ def simulate(
         steps=steps if steps is not None else (10 if duration_s is None else 2**62), duration_s=duration_s,
         batch_groups=batch, group_size=group, max_staleness=max_staleness, oversample=oversample, engines=engines,
         trainers=trainers,
-        gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement_of(placement) or "disaggregated",
+        gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement_of(placement) or DEFAULT_PLACEMENT,
     )  # fmt: skip
     summary = sim.simulate_gym(gym, card, profile, config, modes, results)
     if as_json:
@@ -87,3 +97,17 @@ def simulate(
         c = summary.comparison
         console.print(f"speedup [bold]{c['speedup']:.2f}x[/]; trainer idle ratio {c['trainer_idle_ratio_sync']:.1%}"
                       f" -> {c['trainer_idle_ratio_async']:.1%}")  # fmt: skip
+
+
+def _predict(run: str, results: Path, target: str) -> None:
+    from harness.predict import lines, predict
+    from harness.rundir import find_run, load_summary
+    from harness.target import Target
+
+    try:
+        cluster = Target.parse(target)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--target") from None
+    path = find_run(run, results)
+    for line in lines(predict(path, load_summary(path), cluster)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -38,6 +38,7 @@ from harness.sim.engine import BatchingEngine
 from harness.sim.queue import Servers
 from harness.sim.stages import Stages
 from trainer.rules.buffer import Books, BufferRules
+from trainer.rules.placement import DEFAULT_PLACEMENT, PLACEMENTS
 from trainer.pipeline import RunConfig, RunResult, StepRecord
 from trainer.timeline import Timeline
 
@@ -58,14 +59,14 @@ class SimConfig:
     rollout_threads: int | None = None  # one group each; default as RunConfig.threads
     duration_s: float | None = None  # else stop at the first step that ends after this time
     seed: int = 0
-    placement: str = "disaggregated"  # or "colocated": generation and training share the accelerator
+    # colocated: one pool of accelerators, each an engine and a trainer replica, and a train step
+    # holds them all (generation and training never overlap); disaggregated: each its own
+    placement: str = DEFAULT_PLACEMENT
 
     def __post_init__(self) -> None:
         self.run_config(self.steps)  # RunConfig's checks
-        if self.placement not in ("colocated", "disaggregated"):
+        if self.placement not in PLACEMENTS:
             raise ValueError(f"--placement is colocated or disaggregated, got {self.placement!r}")
-        if self.placement == "colocated" and (self.engines, self.trainers) != (1, 1):
-            raise ValueError("colocated placement is modelled for one accelerator pool: use --engines 1 --trainers 1")
         if self.steps < 2:
             raise ValueError("steps must be at least 2: the first step is warm-up")
         for name in ("gym_workers", "engines", "trainers", "rollout_threads"):
@@ -74,6 +75,9 @@ class SimConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
         if self.duration_s is not None and self.duration_s <= 0:
             raise ValueError(f"--duration-s must be positive, got {self.duration_s}")
+        if self.placement == "colocated" and self.engines != self.trainers:
+            raise ValueError(f"colocated placement is one pool whose accelerators each generate and train: "
+                             f"--engines and --trainers must be equal (got {self.engines} and {self.trainers})")  # fmt: skip
 
     def run_config(self, steps: int) -> RunConfig:
         return RunConfig(self.mode, steps, self.batch_groups, self.group_size, self.max_staleness,
@@ -236,10 +240,8 @@ class _Simulation:
         actor_train = next(self.train_fixed) + self.stages.train_turn_s * turns / config.trainers
         update = next(self.update)
         start = now
-        if config.placement == "colocated":  # after the engine call that holds the accelerator, if one does
-            [engine] = self.engines
-            if engine.batch is not None and engine.end > now:
-                start = engine.end
+        if config.placement == "colocated":  # after the engine calls that hold accelerators, if any do
+            start = max([now, *(e.end for e in self.engines if e.batch is not None)])
         end = start + actor_train + update
         if config.placement == "colocated":
             self.accelerator_free = end  # engine calls asked for after this wait until then
@@ -265,10 +267,10 @@ class _Simulation:
         duration = self.config.duration_s
         if self.step >= self.config.steps or (duration is not None and now >= duration):
             return True
-        if self.config.placement == "colocated":  # the engine call that waited for training goes first
-            [engine] = self.engines
-            if engine.waiting and engine.batch is None:
-                heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
+        if self.config.placement == "colocated":  # the engine calls that waited for training go first
+            for engine in self.engines:
+                if engine.waiting and engine.batch is None:
+                    heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
         self._take(now)
         self._start_groups(now)
         return False
@@ -290,6 +292,9 @@ class _Simulation:
         timeline = Timeline()
         if engine_busy > 0:
             timeline.add("rollout", "generate", start, start + engine_busy, 0)
+        trained = sum(r.actor_train + r.update_weights for r in self.records[1:])  # all after the warm-up step
+        if trained > 0:  # the colocated pool's other busy time (trainer.metrics.accelerator_idle)
+            timeline.add("trainer", "actor_train", start, start + trained, 0)
         pieces = math.ceil(gym_busy / length - 1e-9) if gym_busy > 0 and length > 0 else 0
         for i in range(pieces):
             timeline.add(f"gym-{i}", "gym_step", start, start + gym_busy / pieces, 0)

@@ -45,17 +45,12 @@ from trainer.policies.batching import BatchingEngine
 from trainer.policies.profiles import HardwareProfile
 from trainer.rules.answers import SKILL, TIMEOUT_RATE, AnswerMix, response_tokens
 from trainer.rules.batching import call_seconds
+from trainer.rules.placement import DEFAULT_PLACEMENT, PLACEMENTS
 from trainer.types import Generation, Group, Request
 
 if TYPE_CHECKING:
     from trainer.policies.registry import PolicyContext
 
-PLACEMENTS = {  # where the emulated accelerator stages run, in the words every output uses
-    "colocated": "one accelerator pool time-shares generation and training, which never overlap; "
-    "only gym work overlaps them",
-    "disaggregated": "rollout and training have accelerators of their own, so generation may overlap training",
-}
-DEFAULT_PLACEMENT = "colocated"
 
 
 class ReplayPolicy(Policy):
