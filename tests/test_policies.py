@@ -288,3 +288,16 @@ def test_the_qwen3_4b_shape_has_qwen3_4b_s_parameter_count():
         model = Qwen3ForCausalLM(config)
     assert sum(p.numel() for p in model.parameters()) == 4_022_468_096
     assert (config.vocab_size, config.dtype) == (151936, torch.bfloat16)
+
+
+def test_the_kl_reference_is_the_model_after_the_format_warm_up():
+    """RL starts from the warmed-up model: a reference taken before the warm-up would pull the
+    policy back out of the format it was taught."""
+    policy = tiny_policy(seed=0, kl_coef=0.1)
+    before = [p.clone() for p in policy.learner.reference.parameters()]
+    policy.supervised_warmup([("What is 1 + 1?", "\\boxed{2}")], steps=3, batch=4)
+    reference, model = policy.learner.reference, policy.learner.model
+    assert any(not torch.equal(a, b) for a, b in zip(before, reference.parameters()))  # it moved with the model
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), reference.parameters()))
+    assert not any(p.requires_grad for p in reference.parameters())
+    assert tiny_policy(seed=0).learner.reference is None  # no KL term, no reference

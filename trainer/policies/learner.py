@@ -201,7 +201,9 @@ class Learner:
         return logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
     def supervised_warmup(self, pairs: Sequence[tuple[str, str]], steps: int, batch: int = 32) -> float:
-        """Teach the model a format by cross-entropy on (prompt, response) pairs; returns the last loss."""
+        """Teach the model a format by cross-entropy on (prompt, response) pairs; returns the last loss.
+        The KL reference, if any, becomes the warmed-up model: RL starts from it, and a penalty
+        toward the model before the warm-up would pull the policy back out of the format."""
         rng = torch.Generator().manual_seed(0)
         loss = torch.tensor(0.0)
         for _ in range(steps):
@@ -217,4 +219,6 @@ class Learner:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
+        if self.reference is not None:
+            self.reference = self.frozen_copy()
         return float(loss.detach())
