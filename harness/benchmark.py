@@ -128,8 +128,8 @@ def _predicted(run_dir: Path, summary: RunSummary, target: Target) -> dict[str, 
     an error, say) is still a measured run, and keeps its record."""
     try:
         return predict.predict(run_dir, summary, target)
-    except ValueError as exc:
-        return {"error": str(exc)}
+    except (ValueError, ArithmeticError) as exc:  # e.g. a zero-cost profile: nothing to pace a plan by
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 @dataclass
