@@ -11,8 +11,8 @@ How accelerators become pipeline parts (the mapping the simulator is given), by 
 * The gym workers of every node serve one FIFO queue (a shared queue or a balancer).
 
 The search: for max_staleness 1, 2, ... the fewest gym workers per node whose simulated async
-idle ratio (`idle_ratio`: what gym work leaves idle) is at or under the target; the first staleness that reaches it wins, since
-staler samples cost learning and cores cost little. Beside it, the queueing rule's answer:
+idle ratio (`idle_ratio`: what gym work leaves idle) is at or under the target; the first
+staleness that reaches it wins, since staler samples cost learning and cores cost little. Beside it, the queueing rule's answer:
 n >= 1.3 x lambda x E[S], with lambda the gym calls per second when the accelerators set the pace
 (a step's generation and training in turn when colocated, the slower of the two when not).
 """
@@ -31,6 +31,7 @@ from harness.sim.stages import Stages
 from harness.simulate import Simulated, simulate_modes
 from trainer.metrics import ModeSummary
 from trainer.rules.placement import DEFAULT_PLACEMENT, engines_and_trainers
+
 
 def idle_ratio(figures: ModeSummary, placement: str) -> float:
     """The idle that gym workers can remove: the trainer's where it has accelerators of its own;
@@ -60,9 +61,7 @@ class Cluster:
                             ("--cores-per-node", self.cores_per_node)):  # fmt: skip
             if value < 1:
                 raise ValueError(f"{flag} must be at least 1, got {value}")
-        if self.placement == "disaggregated" and self.accelerators < 2:
-            raise ValueError("a disaggregated plan needs at least 2 accelerators: one to generate, one to train")
-        engines_and_trainers(self.placement, self.accelerators)  # the placement's check
+        engines_and_trainers(self.placement, self.accelerators)  # the placement's checks
 
     @property
     def accelerators(self) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import plan as planner
-from harness.costcard import run_card
+from harness.costcard import CostCard, run_card
 from harness.rundir import load_run
 from harness.sim.stages import Stages, from_profile, from_run
 from harness.simulate import config_of, simulate_modes
@@ -41,7 +41,7 @@ def predict(run_dir: Path, summary: RunSummary, target: Target) -> dict[str, Any
         "target": {"accelerators_per_node": target.accelerators, "cores_per_node": target.cores, "nodes": target.nodes},
         "placement": placement,
         "stages": stages.source,
-        "here": _here(run_dir, summary, stages),
+        "here": _here(card, summary, stages),
         "plan": {
             "sizing_rule_workers_per_node": chosen.rule.per_node,
             "workers_per_node": chosen.workers_per_node,
@@ -67,10 +67,10 @@ def _stages(run_dir: Path, summary: RunSummary) -> Stages:
     return replace(measured, source=f"{measured.source}: this machine's stage times, not the target's accelerators'")
 
 
-def _here(run_dir: Path, summary: RunSummary, stages: Stages) -> dict[str, Any]:
-    """This run simulated from its gym's measured step times and `stages`, beside the measurement."""
+def _here(card: CostCard, summary: RunSummary, stages: Stages) -> dict[str, Any]:
+    """This run simulated from its gym's measured step times (`card`) and `stages`, beside the measurement."""
     config, modes = config_of(summary), tuple(summary.modes)
-    runs = [simulate_modes(run_card(run_dir), stages, replace(config, seed=seed), modes) for seed in range(SEEDS)]
+    runs = [simulate_modes(card, stages, replace(config, seed=seed), modes) for seed in range(SEEDS)]
     here: dict[str, Any] = {"seeds": SEEDS}
     for mode in modes:
         here[f"trainer_idle_{mode}"] = {

@@ -24,5 +24,7 @@ def engines_and_trainers(placement: str, accelerators: int) -> tuple[int, int]:
         raise ValueError(f"placement is colocated or disaggregated, got {placement!r}")
     if placement == "colocated":
         return accelerators, accelerators
+    if accelerators < 2:
+        raise ValueError("a disaggregated placement needs at least 2 accelerators: one to generate, one to train")
     engines = max(1, accelerators // 2)
     return engines, accelerators - engines
