@@ -171,16 +171,21 @@ def test_benchmark_runs_both_modes_on_the_real_engine(model_dir: Path, tmp_path:
 
 @pytest.mark.slow
 def test_the_vllm_policy_learns_addition(model_dir: Path):
-    """From a format warm-up (a random digit in \\boxed{}), async GRPO on the engine raises the reward.
-    In 60 steps the tiny model learns the most common sum (about a third of the answers), not addition."""
+    """From a format warm-up (a random digit in \\boxed{}), GRPO on the engine raises the reward.
+    In 60 steps the tiny model learns the most common sum (about a third of the answers), not addition.
+
+    Sync mode: what is tested is the engine's learning, and a sync step trains on answers of the
+    current version however loaded the machine is. In async mode the load decides which versions
+    answer, and one loaded CI run's rise fell to z 2.42; the engine's async weight swaps are tested
+    above, and async learning beside sync by tests/test_learning.py."""
     gym = make("math", source="addition", max_turns=1)
-    # lr 3e-4: at 5e-4, 1 run in 10 (seeds 0-9) collapsed to reward 0 (z -7.0); at 3e-4 none of 9
-    # did (seeds 0-8, z 3.7 to 8.5), nor 5 more with 6 tokens (z 3.7 to 8.1)
+    # lr 3e-4: at 5e-4, 1 run in 10 (seeds 0-9, async) collapsed to reward 0 (z -7.0); at 3e-4 none
+    # did. In sync mode 7 runs (engine seeds 0-4, and seed 0 twice more) rose with z 4.3 to 7.2.
     policy = VllmPolicy(str(model_dir), lr=3e-4, max_new_tokens=8)
     rng = random.Random(0)
     policy.supervised_warmup([(t.prompt, f"\\boxed{{{rng.randint(0, 4)}}}") for t in gym.tasks() for _ in range(20)], 300)
     with GymPool(workers=2, step_timeout_s=10) as pool:
-        result = run(gym, policy, pool, RunConfig(mode="async", steps=60, batch_groups=8, group_size=8))
+        result = run(gym, policy, pool, RunConfig(mode="sync", steps=60, batch_groups=8, group_size=8))
     curve = [s.reward_mean for s in result.steps]
     start, end, z = reward_rise(curve, samples_per_step=64)  # gains of 0.10 to 0.20 measured at lr 3e-4
     assert z >= 2.5, (start, end, z, curve)
