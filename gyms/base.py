@@ -263,6 +263,12 @@ class Gym(ABC):
             return []
         return [Candidate(task.reference, "pass", "reference")]
 
+    def format_examples(self, rng: random.Random, per_task: int) -> list[tuple[str, str]]:
+        """(prompt, response) pairs that show the answer format and nothing of which answer is
+        right: the supervised format warm-up of a learning policy (`harness benchmark --warmup`),
+        which RL starts from. Empty: the gym knows no such format."""
+        return []
+
     def with_short_time_limits(self) -> Gym:
         """This gym with time limits just long enough to see a hang stopped, for the conformance
         check's `timeout` candidates (waiting out the full limit once per task is most of a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -14,7 +15,7 @@ from gyms import Gym, executors
 from harness import catalogue, control, costcard, errors, gpu_usage, intervals, outputs, predict, record
 from harness.summary import RunSummary
 from harness.target import Target
-from trainer import bias
+from trainer import bias, learning
 from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
 from trainer.policies import make_policy
@@ -44,6 +45,7 @@ class BenchmarkSpec:
     placement: str | None = None  # replay: colocated or disaggregated (None: the replay default)
     repeats: int = 1  # sync/async pairs, in ABBA order (mode_order)
     control: bool = False  # also run the same configuration with an instant gym (harness/control.py)
+    warmup: int = 0  # a learning policy's supervised format warm-up, in optimizer steps, before each mode
 
     def __post_init__(self) -> None:
         executors.check(self.executor, self.ray_address)
@@ -51,6 +53,8 @@ class BenchmarkSpec:
             raise ValueError("repeats must be at least 1")
         if self.oversample < 0:
             raise ValueError("oversample must be >= 0")
+        if self.warmup < 0:
+            raise ValueError("warmup must be >= 0")
 
 
 def mode_order(modes: tuple[str, ...], repeat: int) -> tuple[str, ...]:
@@ -87,6 +91,7 @@ def run_benchmark(
     control_gym = errors.start_gym(control.PATH, control_options) if spec.control else None
     profile = load_profile(spec.profile)
     policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
+    examples = format_examples(spec, gym, policy.emulated)
     outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES, "pass --results DIR, a writable directory")
     run_dir = record.RunDir(gym.name, results_root)
     draft: dict[str, Any] = {  # summary.json as it fills (harness/summary.py's RunSummary when written)
@@ -107,7 +112,7 @@ def run_benchmark(
     progress = _Progress()
     try:
         for workload in workloads:
-            _measure(spec, workload, profile, run_dir, progress, on_step, say)
+            _measure(spec, workload, profile, run_dir, progress, on_step, say, examples)
     except KeyboardInterrupt:
         if not draft.get("modes"):
             run_dir.remove()  # Ctrl-C while the first mode's files were being written
@@ -121,6 +126,20 @@ def run_benchmark(
         draft["predicted"] = _predicted(run_dir.path, summary, target)
         summary = record.write_summary(run_dir.path, draft)
     return summary, run_dir.path
+
+
+def format_examples(spec: BenchmarkSpec, gym: Gym, emulated: bool) -> list[tuple[str, str]]:
+    """The pairs of `--warmup`'s format warm-up (the gym's `format_examples`, 20 per task, drawn
+    from the run's seed), or none without it; refused where there is nothing to warm up."""
+    if not spec.warmup:
+        return []
+    if emulated:
+        raise ValueError("--warmup trains a learning policy (tiny, hf, vllm); the replay policy has no weights")
+    examples = gym.format_examples(random.Random(spec.seed), 20)
+    if not examples:
+        raise ValueError(f"the {gym.name} gym gives no format examples (Gym.format_examples) for --warmup; "
+                         "run without --warmup")  # fmt: skip
+    return examples
 
 
 def _predicted(run_dir: Path, summary: RunSummary, target: Target) -> dict[str, Any]:
@@ -151,8 +170,10 @@ class _Progress:
 def _measure(
     spec: BenchmarkSpec, w: Workload, profile: HardwareProfile, run_dir: record.RunDir, progress: _Progress,
     on_step: Callable[[str, StepRecord], None] | None, say: Callable[[str], None] | None,
+    examples: list[tuple[str, str]],
 ) -> None:  # fmt: skip
-    """Every repeat of every mode of one workload on one pool, into `w.block`."""
+    """Every repeat of every mode of one workload on one pool, into `w.block`; each mode's policy
+    starts from the same weights, format-warmed on `examples` where there are some."""
     w.block["modes"], w.block["repeats"] = {}, []
     fates: dict[str, list[Fate]] = {}  # per mode, over the repeats
     pool = executors.make_pool(spec.executor, w.name, w.options, spec.gym_workers, w.gym.step_timeout_s,
@@ -168,11 +189,14 @@ def _measure(
         w.block["gym_workers"] = pool.workers
         for r in range(spec.repeats):
             repeat: dict[str, Any] = {"repeat": r + 1, "order": list(mode_order(spec.modes, r)), "modes": {}}
+            curves: dict[str, list[StepRecord]] = {}  # a learning policy's rewards, for learning.compare
             w.block["repeats"].append(repeat)
             for mode in repeat["order"]:
                 of = f"{r + 1}/{spec.repeats}" if spec.repeats > 1 else ""
                 progress.label = label = " ".join(x for x in (w.subdir, mode, of) if x)
                 policy = make_policy(spec.policy, w.gym, profile, spec.seed, spec.placement)  # same initial weights
+                if examples:
+                    policy.supervised_warmup(examples, spec.warmup)
                 config = RunConfig(
                     mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,
                     max_staleness=spec.max_staleness, oversample=spec.oversample, seed=spec.seed,
@@ -183,10 +207,14 @@ def _measure(
                 record.write_mode(run_dir.path / w.subdir / _repeat_dir(r), mode, result)
                 repeat["modes"][mode] = replace(summarize(result), gpu=sampler.summary(gpu_usage.measured_window(result)))
                 fates.setdefault(mode, []).extend(result.fates)
+                if not policy.emulated:
+                    curves[mode] = result.steps
                 if r == 0:
                     w.block["modes"][mode] = repeat["modes"][mode]
             if {"sync", "async"} <= set(repeat["modes"]):
                 repeat["comparison"] = compare(repeat["modes"]["sync"], repeat["modes"]["async"])
+                if len(curves) == 2:
+                    repeat["comparison"].update(learning.compare(curves["sync"], curves["async"]))
     # Steps whose checker raised on the answer are fails, but each is a bug in the gym to look at.
     w.block["gym_pool"] = {"calls": pool.stats.calls, "errors": pool.stats.errors,
                            "gym_exceptions": pool.stats.gym_exceptions, "restarts": pool.stats.restarts}  # fmt: skip
@@ -201,8 +229,14 @@ def _repeat_dir(r: int) -> str:
 
 def _means(block: dict[str, Any]) -> None:
     """`comparison` as the mean over the repeats that compared both modes (geometric for a ratio,
-    harness/intervals.py), and `intervals`."""
+    harness/intervals.py), and `intervals`. A figure some repeat lacks (a learning target one
+    mode never reached) has no mean: averaging the others would hide the miss."""
     compared = [r["comparison"] for r in block["repeats"] if "comparison" in r]
     if compared:
-        block["comparison"] = {k: intervals.mean([c[k] for c in compared], k in catalogue.RATIOS) for k in compared[0]}
+        keys = dict.fromkeys(k for c in compared for k in c)  # in first-seen order
+        block["comparison"] = {k: _mean_of([c.get(k) for c in compared], k in catalogue.RATIOS) for k in keys}
     block["intervals"] = intervals.over_repeats(block["repeats"])
+
+
+def _mean_of(values: list[float | None], ratio: bool) -> float | None:
+    return None if any(v is None for v in values) else intervals.mean(values, ratio)

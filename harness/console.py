@@ -31,6 +31,9 @@ def print_benchmark(summary: RunSummary, run_dir: Path) -> None:
     for block, name in ((summary, "speedup"), (summary.control, "control speedup")):
         if block and block.comparison:
             console.print(_comparison_line(block, name))
+    learned = learning_line(summary)
+    if learned:
+        console.print(escape(learned))
     console.print(escape(gpu_usage.idle_line(summary.modes)))  # the GPU's own account of the idle
     for name, m in summary.modes.items():
         if m.weight_sync:  # an engine that swaps weights in place (vllm)
@@ -160,3 +163,25 @@ def _comparison_line(block: Measured, name: str) -> str:
         f"{fig('achieved_over_ideal', '.0%')}); trainer idle ratio {fig('trainer_idle_ratio_sync', '.1%')} -> "
         f"{fig('trainer_idle_ratio_async', '.1%')}{drop}{over}"
     )
+
+
+def learning_line(block: Measured) -> str | None:
+    """A learning policy's pair (trainer/learning.py), in one line the console and the report share:
+    the time each mode took to the target reward, and the final reward at equal samples. None for
+    the replay policy, whose rewards are a fixed mix."""
+    c, iv = block.comparison or {}, block.intervals
+    if "final_reward_gap" not in c:
+        return None
+
+    def fig(key: str, fmt: str, suffix: str = "") -> str:
+        if c.get(key) is None:
+            return "not reached" if key.startswith("time_to") else "-"
+        return with_interval(c[key], iv.get(key), lambda v: f"{format(v, fmt)}{suffix}", catalogue.BY_KEY[key].null)
+
+    final = (f"final reward at equal samples {fig('final_reward_sync', '.3f')} sync, {fig('final_reward_async', '.3f')} "
+             f"async (gap {fig('final_reward_gap', '+.3f')})")  # fmt: skip
+    if c.get("target_reward") is None:
+        return f"learning: sync's reward did not rise, so there is no target to time; {final}"
+    speedup = f", learning speedup {fig('learning_speedup', '.2f', 'x')}" if c.get("learning_speedup") else ""
+    return (f"learning: time to reward {c['target_reward']:.3f} {fig('time_to_target_sync', '.0f', ' s')} sync, "
+            f"{fig('time_to_target_async', '.0f', ' s')} async{speedup}; {final}")  # fmt: skip

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import catalogue
+from harness.console import learning_line
 from harness.figures import FIGURES, render, seconds
 from harness.html import Cell, cell, page, table
 from harness.intervals import not_significant, with_interval
@@ -59,6 +60,9 @@ def report_html(run: Run, images: dict[str, bytes]) -> str:
             "Every gym step is real work in the sandbox.</p>"
         )
     parts.append(_headline(s))
+    learned = learning_line(s)
+    if learned:
+        parts.append(f"<p>{escape(learned)}</p>")
     if s.predicted:
         first, *rest = lines(s.predicted)
         parts.append(f"<h2>Predicted for the target cluster</h2>\n<p>{escape(first)}</p>\n<ul>"

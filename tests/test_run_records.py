@@ -124,7 +124,9 @@ def test_a_summary_from_a_newer_heavygym_is_one_clear_error(tmp_path):
 def test_the_intervals_are_the_catalogues():
     """Each figure with an interval gets one per mode (or one for a comparison), cut at its domain."""
     repeats = [{"modes": {m: {"trainer_idle_ratio": v, "gym_wait_share": v} for m in catalogue.MODES},
-                "comparison": {"speedup": 1.0 + v, "achieved_over_ideal": 0.5 + v, "idle_drop": v}}
+                "comparison": {"speedup": 1.0 + v, "achieved_over_ideal": 0.5 + v, "idle_drop": v,
+                               "learning_speedup": 1.0 + v, "time_to_target_sync": 10 + v, "time_to_target_async": 5 + v,
+                               "final_reward_sync": v, "final_reward_async": v, "final_reward_gap": v}}
                for v in (0.0, 0.001)]  # fmt: skip
     got = intervals.over_repeats(repeats)
     names = [name for m in catalogue.CATALOGUE for name, _ in m.interval_names()]

@@ -180,6 +180,17 @@ class MathGym(Gym):
         ]
         return found
 
+    def format_examples(self, rng: random.Random, per_task: int) -> list[tuple[str, str]]:
+        """Each prompt with answers drawn uniformly from the split's distinct answers, in the
+        task's format: the model learns the format and which answers occur, never which one a
+        prompt has (the draw ignores the prompt)."""
+        tasks = self.tasks()
+        answers = sorted({t.metadata["gold"] for t in tasks})
+        # The shortest answer the checker takes, so a small model's few new tokens hold it.
+        shortest = {"boxed": "\\boxed{{{}}}", "answer-line": "Answer: {}"}
+        return [(t.prompt, shortest[t.metadata.get("style", "boxed")].format(rng.choice(answers)))
+                for t in tasks for _ in range(per_task)]  # fmt: skip
+
     def tools(self) -> list[ToolCheck]:
         # Requirements as in pyproject.toml.
         tools = [_package("math-verify", "math-verify==0.9.0")]

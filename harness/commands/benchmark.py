@@ -62,6 +62,10 @@ def benchmark(
     control: Annotated[
         bool, typer.Option(help="Also run the same configuration with an instant gym (harness/control.py).")
     ] = False,
+    warmup: Annotated[int, typer.Option(
+        min=0, help="A learning policy's supervised format warm-up before each mode, in optimizer steps: the "
+        "gym's format examples (answers in its format, none tied to its prompt), as RL starts from a model that "
+        "knows the format.")] = 0,
     target: Annotated[str, typer.Option(
         help="The cluster to predict for, ACCELERATORSxCORES[xNODES] per node: after the measured table, the "
         "planner's gym workers, max staleness, idle and speedup there (harness/predict.py).")] = DEFAULT_TARGET,
@@ -84,7 +88,7 @@ def benchmark(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
         max_staleness=max_staleness, oversample=oversample, seed=seed, executor=executor, ray_address=ray_address,
-        placement=placement, repeats=repeats, control=control,
+        placement=placement, repeats=repeats, control=control, warmup=warmup,
     )  # fmt: skip
 
     def progress(mode_name: str, s: StepRecord) -> None:
