@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harness.catalogue import CATALOGUE
+from harness.catalogue import CATALOGUE, RATIOS
 
 # Two-sided 95 % quantiles of Student's t by degrees of freedom; between table entries the
 # next lower df is used, which widens the interval slightly rather than narrowing it.
@@ -96,3 +96,12 @@ def over_repeats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
             if values and all(v is not None for v in values):
                 out[name] = interval(values, metric.domain, metric.ratio)
     return out
+
+
+def over_block(block: dict[str, Any]) -> None:
+    """Set a run's (or its control's) `comparison` to the mean over the repeats that compared both
+    modes (geometric for a ratio), and its `intervals` (`over_repeats`), from `block["repeats"]`."""
+    compared = [r["comparison"] for r in block["repeats"] if r.get("comparison")]
+    if compared:
+        block["comparison"] = {k: mean([c[k] for c in compared], k in RATIOS) for k in compared[0]}
+    block["intervals"] = over_repeats(block["repeats"])
