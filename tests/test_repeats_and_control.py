@@ -80,10 +80,10 @@ def test_a_speedup_whose_interval_holds_one_says_so_in_every_view(tmp_path, low,
     if marked:
         assert "1.10x [0.90x, 1.30x] (not significant)" in line and "[bold]" not in line
         assert "is not significant: its 95 % interval [0.90x, 1.30x] holds 1.00x" in page and "<b>1.10x</b>" not in page
-        assert "| 1.10x (not significant) |" in board
+        assert "| 1.10x [0.90x, 1.30x] (not significant) |" in board
     else:
         assert "[bold]1.10x [1.05x, 1.30x][/]" in line and "not significant" not in line
-        assert "<b>1.10x</b>" in page and "is not significant" not in page and "| 1.10x |" in board
+        assert "<b>1.10x</b>" in page and "is not significant" not in page and "| 1.10x [1.05x, 1.30x] |" in board
 
 
 def test_instant_gym_labels_answers_as_the_candidates_are_labelled():
