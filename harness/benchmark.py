@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from gyms import Gym, executors
-from harness import catalogue, control, costcard, errors, gpu_usage, intervals, outputs, predict, record
+from harness import control, costcard, errors, gpu_usage, intervals, outputs, predict, record
 from harness.summary import RunSummary
 from harness.target import Target
 from trainer import bias, learning
@@ -218,25 +218,10 @@ def _measure(
     # Steps whose checker raised on the answer are fails, but each is a bug in the gym to look at.
     w.block["gym_pool"] = {"calls": pool.stats.calls, "errors": pool.stats.errors,
                            "gym_exceptions": pool.stats.gym_exceptions, "restarts": pool.stats.restarts}  # fmt: skip
-    _means(w.block)
+    intervals.over_block(w.block)
     w.block["bias"] = {mode: bias.audit(f) for mode, f in fates.items()}
 
 
 def _repeat_dir(r: int) -> str:
     """Where repeat r's steps.csv and timeline.jsonl go: the first in the run directory itself."""
     return "" if r == 0 else f"repeat-{r + 1}"
-
-
-def _means(block: dict[str, Any]) -> None:
-    """`comparison` as the mean over the repeats that compared both modes (geometric for a ratio,
-    harness/intervals.py), and `intervals`. A figure some repeat lacks (a learning target one
-    mode never reached) has no mean: averaging the others would hide the miss."""
-    compared = [r["comparison"] for r in block["repeats"] if "comparison" in r]
-    if compared:
-        keys = dict.fromkeys(k for c in compared for k in c)  # in first-seen order
-        block["comparison"] = {k: _mean_of([c.get(k) for c in compared], k in catalogue.RATIOS) for k in keys}
-    block["intervals"] = intervals.over_repeats(block["repeats"])
-
-
-def _mean_of(values: list[float | None], ratio: bool) -> float | None:
-    return None if any(v is None for v in values) else intervals.mean(values, ratio)

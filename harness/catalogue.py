@@ -24,12 +24,23 @@ CONSOLE, REPORT = "console", "report"  # the per-mode tables: harness benchmark'
 
 @dataclass(frozen=True)
 class Board:
-    """One leaderboard column of a figure. `where`: a mode ("sync"), the control's mode
-    ("control sync"), "" (a comparison or run figure), "control", or "low"/"high" (the interval's bounds)."""
+    """One leaderboard column of a figure. `where` has three parts, each optional: "control" (the
+    control's figure), then "mean", "low" or "high" (the mean over the repeats, or its 95 % interval's
+    bounds), then the mode of a mode's figure. "" is a comparison's or the run's figure, "sync" the
+    first repeat's, "low" the speedup's low bound, "control mean sync" the control's sync mean."""
 
     field: str  # the CSV column
     header: str
     where: str = ""
+
+    @property
+    def parts(self) -> tuple[bool, str | None, str | None]:
+        """`where` read: (the control's?, "mean"/"low"/"high" or None, the mode or None)."""
+        words = self.where.split()
+        control = words[:1] == ["control"]
+        words = words[control:]
+        stat = words.pop(0) if words[:1] in (["mean"], ["low"], ["high"]) else None
+        return control, stat, words[0] if words else None
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,15 @@ def _errors(summary: Mapping[str, Any]) -> int:
                for m in r["modes"].values())  # fmt: skip
 
 
+def _mean_and_bounds(field: str, header: str, where: str) -> tuple[Board, ...]:
+    """The columns of a mode's figure over the repeats (where: "sync", "control sync"): its mean and
+    its 95 % interval's bounds."""
+    control, _, mode = where.rpartition(" ")
+    stats = (("mean", "", ""), ("low", "_low", " 95% low"), ("high", "_high", " 95% high"))
+    return tuple(Board(field + suffix, header + label, f"{control} {stat} {mode}".strip())
+                 for stat, suffix, label in stats)  # fmt: skip
+
+
 SHARE = (0.0, 1.0)
 POSITIVE = (0.0, math.inf)
 
@@ -123,12 +143,15 @@ CATALOGUE: tuple[Metric, ...] = (
            "times", scope="comparison", domain=POSITIVE, interval=True, ratio=True, null=1.0, views=frozenset(),
            board=(Board("speedup", "speedup"), Board("speedup_low", "speedup 95% low", "low"),
                   Board("speedup_high", "speedup 95% high", "high"),
-                  Board("control_speedup", "control speedup", "control"))),
+                  Board("control_speedup", "control speedup", "control"),
+                  Board("control_speedup_low", "control speedup 95% low", "control low"),
+                  Board("control_speedup_high", "control speedup 95% high", "control high"))),
     Metric("repeats", "repeats", "sync/async pairs the run measured, in ABBA order", digits=0, scope="run",
            views=frozenset(), read=_repeats, board=(Board("repeats", "repeats"),)),
     Metric("ideal_speedup", "ideal speedup",
            "sync mean step time / async ideal step time (the slowest stage's time per step); geometric mean "
-           "over repeats", "times", scope="comparison", domain=POSITIVE, ratio=True, views=frozenset()),
+           "over repeats", "times", scope="comparison", domain=POSITIVE, ratio=True, views=frozenset(),
+           board=(Board("ideal_speedup", "ideal speedup"),)),
     Metric("achieved_over_ideal", "achieved/ideal",
            "speedup / ideal speedup (sync step time / async ideal step time), geometric mean over repeats",
            "share", 0, scope="comparison", domain=POSITIVE, interval=True, ratio=True, views=frozenset(),
@@ -168,8 +191,10 @@ CATALOGUE: tuple[Metric, ...] = (
            board=(Board("gym_share_sync", "gym share of sync wait", "sync"),)),
     Metric("trainer_idle_ratio", "trainer idle ratio", "sum of train_wait over sum of step_time, measured steps",
            "share", 1, domain=SHARE, better="lower", interval=True,
-           board=(Board("idle_sync", "trainer idle sync", "sync"), Board("idle_async", "trainer idle async", "async"),
-                  Board("control_idle_sync", "control idle sync", "control sync"))),
+           board=(*_mean_and_bounds("idle_sync", "trainer idle sync", "sync"),
+                  *_mean_and_bounds("idle_async", "trainer idle async", "async"),
+                  *_mean_and_bounds("control_idle_sync", "control idle sync", "control sync"),
+                  *_mean_and_bounds("control_idle_async", "control idle async", "control async"))),
     Metric("gpu", "GPU-measured idle (NVML)",
            "on CUDA, the share of NVML samples (every 0.1 s, measured steps only) at 0 % utilisation, mean over "
            "the policy's devices (harness/gpu_usage.py); '-' when not measured", "share", 1, domain=SHARE,

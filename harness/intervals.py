@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harness.catalogue import CATALOGUE
+from harness.catalogue import CATALOGUE, RATIOS
 
 # Two-sided 95 % quantiles of Student's t by degrees of freedom; between table entries the
 # next lower df is used, which widens the interval slightly rather than narrowing it.
@@ -96,3 +96,20 @@ def over_repeats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
             if values and all(v is not None for v in values):
                 out[name] = interval(values, metric.domain, metric.ratio)
     return out
+
+
+def over_block(block: dict[str, Any]) -> None:
+    """Set a run's (or its control's) `comparison` to the mean over the repeats that compared both
+    modes (geometric for a ratio), and its `intervals` (`over_repeats`), from `block["repeats"]`.
+    A figure some repeat lacks (a learning target one mode never reached) has no mean: averaging
+    the others would hide the miss."""
+    compared = [r["comparison"] for r in block["repeats"] if r.get("comparison")]
+    if compared:
+        keys = dict.fromkeys(k for c in compared for k in c)  # in first-seen order
+        block["comparison"] = {k: mean_of([c.get(k) for c in compared], k in RATIOS) for k in keys}
+    block["intervals"] = over_repeats(block["repeats"])
+
+
+def mean_of(values: Sequence[float | None], ratio: bool = False) -> float | None:
+    """`mean`, or None when some value is missing."""
+    return None if any(v is None for v in values) else mean(values, ratio)  # type: ignore[arg-type]

@@ -8,7 +8,8 @@ the latest run of that key that measured both modes (else the latest run). Lates
 picking the best of several tries would publish the luckiest one. Runs from a dirty tree (or of
 unknown commit) are left out unless asked for: a published figure must name the code that made
 it. Output depends on the run records alone: rows sorted by key, fixed number formats, no
-generation time, so the same runs give the same bytes.
+generation time, so the same runs give the same bytes. What people read, the Markdown and the
+page, is drawn in harness/leaderboard_views.py; the CSV holds every column.
 """
 
 from __future__ import annotations
@@ -17,30 +18,21 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from harness.catalogue import CATALOGUE, Board, Metric
-from harness.html import Cell, cell, page, table
-from harness.intervals import NOT_SIGNIFICANT, not_significant
+from harness.leaderboard_views import index_html, markdown, readme, report_link
 from harness.outputs import write_text
 from harness.report import REPORT, write_report
 from harness.rundir import RunDirError, load_summary
 from harness.summary import RunSummary
 
 MARKDOWN, CSV, INDEX = "leaderboard.md", "leaderboard.csv", "index.html"
-INTRO = (
-    "One row per (gym, configuration with the steps and repeats measured, policy / profile / placement, hardware): "
-    "the latest run of that key "
-    "that measured both modes, from a clean tree. Emulated rows wait a hardware profile's times for "
-    "generation, training and weight sync, placed as the policy column says; their gym work is real. "
-    "Speedup is the mean over the run's repeats (sync/async pairs in ABBA order) with its 95% interval; "
-    "the control is the same configuration with an instant gym."
-)
 
 
 @dataclass(frozen=True)
@@ -50,6 +42,7 @@ class Row:
     policy: str
     stages: str  # "measured" or "emulated" (generation, training and weight sync)
     hardware: str
+    machine: str  # the hardware in short, for the main table
     fingerprint: str
     figures: dict[str, float | int | None]  # by Board.field: the catalogue's leaderboard columns
     run_id: str
@@ -62,33 +55,9 @@ class Row:
         return self.figures[field] if field in self.figures else getattr(self, field)
 
 
-@dataclass(frozen=True)
-class Column:
-    field: str
-    header: str
-    show: Callable[[Any], str]  # for Markdown and the page; CSV keeps more digits
-    numeric: bool = False
-
-
-def _figure_columns() -> list[Column]:
-    """The catalogue's leaderboard columns, in its order."""
-    return [Column(b.field, b.header, m.text, numeric=True) for m in CATALOGUE for b in m.board]
-
-
-COLUMNS = (
-    Column("gym", "gym", str),
-    Column("run_id", "run", str),
-    Column("configuration", "configuration", str),
-    Column("policy", "policy / profile", str),
-    Column("stages", "stages", str),
-    Column("hardware", "hardware", str),
-    *_figure_columns(),
-    Column("runs", "runs of key", str, numeric=True),
-    Column("commit", "commit", str),
-    Column("fingerprint", "hardware fingerprint", str),
-    Column("tools", "tool versions", str),
-)
-PROVENANCE = ("commit", "fingerprint", "tools")  # Markdown puts these in a second table
+# The CSV's columns: the key, the catalogue's figure columns in its order, the provenance.
+COLUMNS = ("gym", "run_id", "configuration", "policy", "stages", "hardware",
+           *(b.field for m in CATALOGUE for b in m.board), "runs", "commit", "fingerprint", "tools")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -98,9 +67,10 @@ class Published:
     warnings: list[str]  # one line per run left out or without a report
 
 
-def publish(results_root: Path, include_dirty: bool = False) -> Published:
+def publish(results_root: Path, include_dirty: bool = False, readme_file: Path | None = None) -> Published:
     """Write results/leaderboard.md, leaderboard.csv and index.html; report runs that lack one,
-    and the runs left out for coming from a dirty tree (unless `include_dirty`)."""
+    and the runs left out for coming from a dirty tree (unless `include_dirty`). With `readme_file`,
+    write the main table again between that file's leaderboard markers too."""
     runs_dir = results_root / "runs"
     if not runs_dir.is_dir():
         raise RunDirError(f"no runs: {runs_dir} does not exist (run harness benchmark first)")
@@ -125,7 +95,15 @@ def publish(results_root: Path, include_dirty: bool = False) -> Published:
                         f"({', '.join(dirty)}); --include-dirty publishes them")  # fmt: skip
     rows = choose(rows)
     out = [results_root / MARKDOWN, results_root / CSV, results_root / INDEX]
-    for path, text in zip(out, (markdown(rows), csv_text(rows), index_html(rows))):
+    texts = [markdown(rows), csv_text(rows), index_html(rows)]
+    if readme_file is not None:
+        links = Path(os.path.relpath(results_root, readme_file.parent)).as_posix() + "/"
+        try:
+            texts.append(readme(readme_file.read_text(), rows, links))
+        except ValueError as exc:
+            raise ValueError(f"{readme_file}: {exc}") from None
+        out.append(readme_file)
+    for path, text in zip(out, texts):
         write_text(path, text)
     return Published(out, rows, warnings)
 
@@ -166,6 +144,7 @@ def make_row(run_id: str, s: RunSummary) -> Row:
         policy=policy,
         stages="emulated" if s.emulated else "measured",
         hardware=hardware_name(s.hardware),
+        machine=machine(s.hardware),
         fingerprint=fingerprint(s.hardware),
         figures={b.field: _board_value(m, b, s) for m in CATALOGUE for b in m.board},
         run_id=run_id,
@@ -177,14 +156,14 @@ def make_row(run_id: str, s: RunSummary) -> Row:
 
 def _board_value(metric: Metric, board: Board, s: RunSummary) -> float | int | None:
     """One leaderboard cell's figure (Board.where says where in the summary)."""
-    where = board.where
-    if where in ("low", "high"):
-        return (s.intervals.get(metric.key) or {}).get(where)
-    block: Mapping[str, Any] = s
-    if where.startswith("control"):
-        block = s.control or {}
-        where = where.removeprefix("control").strip()
-    return metric.value(block, where or None)
+    control, stat, mode = board.parts
+    block: Mapping[str, Any] = (s.control or {}) if control else s
+    if stat is None:
+        return metric.value(block, mode)
+    spread = (block.get("intervals") or {}).get(f"{metric.key}_{mode}" if mode else metric.key) or {}
+    if stat == "mean" and spread.get("mean") is None:  # a run without repeats: its one measurement
+        return metric.value(block, mode)
+    return spread.get(stat)
 
 
 def tool_versions(tools: dict[str, str]) -> str:
@@ -219,100 +198,29 @@ def hardware_name(hw: dict[str, Any]) -> str:
     return f"{hw.get('cpu', '?')}, {hw.get('cores', '?')} cores, {hw.get('memory_gb', '?')} GB{gpus}"
 
 
+_NOT_THE_MODEL = r"\((R|TM)\)|\b(Intel|AMD|Processor|CPU)\b|\d+-Core|@.*"  # vendor, trademarks, cores, clock
+
+
+def machine(hw: dict[str, Any]) -> str:
+    """The hardware in short: 'Xeon, 2 cores, 8x H100 80GB HBM3' (vendor, trademarks and clock left out)."""
+    cpu = re.sub(_NOT_THE_MODEL, " ", str(hw.get("cpu", "?")), flags=re.IGNORECASE)
+    accelerators = [re.sub(r"^NVIDIA ", "", str(a)) for a in hw.get("accelerators") or []]
+    gpus = "".join(f", {accelerators.count(n)}x {n}" for n in sorted(set(accelerators)))
+    return f"{' '.join(cpu.split()) or '?'}, {hw.get('cores', '?')} cores{gpus}"
+
+
 def fingerprint(hw: dict[str, Any]) -> str:
     """What makes one machine kind: CPU model, cores, memory, accelerators (not kernel or Python)."""
     keys = {k: hw.get(k) for k in ("cpu", "cores", "memory_gb", "accelerators")}
     return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def report_link(row: Row) -> str:
-    return f"runs/{row.run_id}/{REPORT}"
-
-
-def markdown(rows: list[Row]) -> str:
-    main = [c for c in COLUMNS if c.field not in PROVENANCE]
-    lines = [
-        "# heavygym leaderboard",
-        "",
-        (
-            f"{INTRO} Columns: [docs/reports.md](../docs/reports.md)."
-        ),
-        "",
-    ]
-    lines += _md_table(main, rows)
-    lines += ["", "## Provenance", ""]
-    lines += _md_table([c for c in COLUMNS if c.field in ("run_id", *PROVENANCE)], rows)
-    return "\n".join(lines) + "\n"
-
-
-def _md_cell(row: Row, column: Column) -> str:
-    text = _shown(row, column).replace("|", "\\|")
-    if column.field == "run_id":
-        return f"[{text}]({report_link(row)})"
-    if column.field == "stages" and row.stages != "measured":
-        return f"**{text}**"
-    return text
-
-
-# A figure column whose metric has a no-effect value and an interval: its cell says when the
-# interval holds that value (harness/intervals.py)
-_TESTED = {b.field: m for m in CATALOGUE if m.null is not None for b in m.board if b.where == ""}
-
-
-def _shown(row: Row, column: Column) -> str:
-    text = column.show(row.get(column.field))
-    metric = _TESTED.get(column.field)
-    if metric is not None:
-        low, high = ([row.figures.get(b.field) for b in metric.board if b.where == end][0] for end in ("low", "high"))
-        if not_significant({"low": low, "high": high}, metric.null):
-            text += f" ({NOT_SIGNIFICANT})"
-    return text
-
-
-def _md_table(columns: list[Column], rows: list[Row]) -> list[str]:
-    lines = [[c.header for c in columns], ["---:" if c.numeric else "---" for c in columns]]
-    lines += [[_md_cell(r, c) for c in columns] for r in rows]
-    return ["| " + " | ".join(line) + " |" for line in lines]
-
-
 def csv_text(rows: list[Row]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([c.field for c in COLUMNS] + ["report"])
+    writer.writerow([*COLUMNS, "report"])
     for r in rows:
-        values = [r.get(c.field) for c in COLUMNS]
+        values = [r.get(c) for c in COLUMNS]
         cells = ["" if v is None else f"{v:.6f}" if isinstance(v, float) else v for v in values]
         writer.writerow([*cells, report_link(r)])
     return buf.getvalue()
-
-
-def index_html(rows: list[Row]) -> str:
-    body = [
-        "<h1>heavygym leaderboard</h1>",
-        (
-            f"<p class=sub>{escape(INTRO)} Click a column header to sort. Each run links to its report; "
-            "<span class=badge>emulated</span> marks the emulated rows.</p>"
-        ),
-    ]
-    if rows:
-        body.append(table([c.header for c in COLUMNS], [[_html_cell(r, c) for c in COLUMNS] for r in rows],
-                          sortable=True, table_id="leaderboard"))  # fmt: skip
-    else:
-        body.append("<p>No runs yet: run <code>harness benchmark</code>, then <code>harness leaderboard</code>.</p>")
-    return page("heavygym leaderboard", "\n".join(body), sortable=True, wide=True)
-
-
-def _html_cell(row: Row, column: Column) -> Cell:
-    value = row.get(column.field)
-    text = _shown(row, column)
-    if column.field == "run_id":
-        return Cell(f'<a href="{escape(report_link(row))}">{escape(text)}</a>', sort=row.run_id)
-    if column.field == "stages" and row.stages != "measured":
-        return Cell(f"<span class=badge>{escape(text)}</span>", sort=text)
-    if column.field == "commit":  # the full commit is in the CSV, the Markdown and the tooltip
-        return Cell(f'<small class=mono title="{escape(text)}">{escape(text[:12])}</small>', sort=text)
-    if column.field in ("fingerprint", "tools"):
-        return Cell(f"<small class=mono>{escape(text)}</small>", sort=text)
-    if column.numeric:
-        return cell(text, sort="" if value is None else value, numeric=True)
-    return cell(text)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from harness import intervals
 from harness.outputs import lookup_roots
 from harness.summary import SCHEMA_VERSION, Measured, RunSummary
 from trainer.pipeline import StepRecord
@@ -129,9 +130,12 @@ def upgrade(summary: dict[str, Any]) -> dict[str, Any]:
     - before over-sampling, none was done (None: the report shows '-', as the run never said);
     - before the executor, gym workers ran locally;
     - before a figure was measured, it is None (the defaults of trainer/metrics.py's ModeSummary);
-    - before repeats, the run is its own single repeat; before pooled audits, a mode's own is its pool.
+    - before repeats, the run is its own single repeat; before pooled audits, a mode's own is its pool;
+    - before version 3, ratios over repeats were averaged arithmetically, and an interval could reach
+      below zero: the means and intervals are taken again from the repeats, on the log scale.
     """
     s = summary  # a fresh load: upgraded in place
+    arithmetic = s.get("schema_version", 1) < 3
     s["schema_version"] = SCHEMA_VERSION
     s.setdefault("emulated", False)
     s["placement"] = s.get("placement") or ("disaggregated" if s["emulated"] else None)
@@ -148,6 +152,8 @@ def upgrade(summary: dict[str, Any]) -> dict[str, Any]:
         block["bias"] = {mode: pooled.get(mode) or own.get(mode) for mode in sorted({*pooled, *own})}
         block.setdefault("repeats", [])
         block.setdefault("intervals", {})
+        if arithmetic and block["repeats"]:
+            intervals.over_block(block)
     return s
 
 

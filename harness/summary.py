@@ -15,8 +15,10 @@ from trainer.metrics import ModeSummary
 from trainer.records import Record
 
 # Version 1 (no field) covers every run written before the version was recorded; harness/rundir.py
-# `upgrade` reads each older version as the current one.
-SCHEMA_VERSION = 2
+# `upgrade` reads each older version as the current one. Version 3: the ratios over repeats
+# (speedup, ideal speedup, achieved/ideal) are geometric means with log-scale intervals; before,
+# they were arithmetic.
+SCHEMA_VERSION = 3
 
 
 def _modes(modes: dict[str, Any], where: str = "") -> dict[str, ModeSummary]:

@@ -47,4 +47,4 @@ wanted heavy verilog-heavy-oversample && run --gym verilog "${heavy[@]}" --overs
 # predicts that this machine's 2 gym workers hold async idle under 2 % at max staleness 2.
 wanted plan-check plan-check && run --gym modelica --steps 10 --batch 2 -o suite=heavy \
     --profile a3-qwen3-4b --placement disaggregated --max-staleness 2
-"$harness" leaderboard --results results
+"$harness" leaderboard --results results --readme README.md

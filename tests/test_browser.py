@@ -8,6 +8,7 @@ Python package beyond the standard library is needed.
 from __future__ import annotations
 
 import base64
+import csv
 import fcntl
 import json
 import os
@@ -24,11 +25,13 @@ from test_report import make_run
 
 from harness.figures import FIGURES
 
+WIDTH, HEIGHT = 1400, 900  # a laptop's browser window: the leaderboard must fit it without scrolling sideways
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage", "--window-size=1280,900", "--remote-debugging-pipe",
+    "--disable-dev-shm-usage", f"--window-size={WIDTH},{HEIGHT}", "--remote-debugging-pipe",
 )  # fmt: skip
+PUBLISHED = Path(__file__).resolve().parent.parent / "results"
 
 
 def find_chromium() -> str:
@@ -129,7 +132,7 @@ class Tab:
         target = browser.call("Target.createTarget", url="about:blank")["targetId"]
         self.session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         self.call("Page.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
+        self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT, deviceScaleFactor=1, mobile=False)
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         return self.browser.call(method, self.session, **params)
@@ -150,7 +153,7 @@ class Tab:
             f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView();"
             " const r = e.getClientRects()[0]; return [r.x + r.width / 2, r.y + r.height / 2]; })()"
         )
-        assert 0 <= x < 1280 and 0 <= y < 900, f"{selector} is off screen at {x}, {y}"
+        assert 0 <= x < WIDTH and 0 <= y < HEIGHT, f"{selector} is off screen at {x}, {y}"
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
@@ -186,11 +189,47 @@ def tab(tmp_path: Path):
 
 
 def column_values(tab: Tab, header: str) -> list[str]:
+    """A main-table column's values in page order: a cell's bold figure where it has one (the speedup,
+    above its chart), else its text."""
     return tab.js(
         "(() => { const t = document.getElementById('leaderboard');"
         f" const col = [...t.tHead.rows[0].cells].findIndex(c => c.textContent.trim() === {json.dumps(header)});"
-        " return [...t.tBodies[0].rows].map(r => r.cells[col].textContent.trim()); })()"
+        " return [...t.tBodies].map(b => b.rows[0].cells[col])"
+        "   .map(c => (c.querySelector('b') || c).textContent.trim());"
+        " })()"
     )
+
+
+# Per row of the main table, each chart's size and the classes of its marks, and whether every mark
+# lies inside its chart.
+CHARTS = """[...document.getElementById('leaderboard').tBodies].map(body =>
+  [...body.rows[0].querySelectorAll('svg.chart')].map(svg => {
+    const box = svg.getBoundingClientRect();
+    const marks = [...svg.querySelectorAll('[class]')];
+    return {width: box.width, height: box.height, marks: marks.map(m => m.getAttribute('class')),
+            inside: marks.every(m => { const r = m.getBoundingClientRect();
+              return (r.width > 0 || r.height > 0) && r.left >= box.left - 0.5 && r.right <= box.right + 0.5
+                && r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5; })};
+  }))"""
+
+
+def check_the_page_fits_and_every_chart_rendered(tab: Tab, rows: list[dict[str, str]]) -> None:
+    """No sideways scrolling at WIDTH x HEIGHT, of the page or of the table in its box; per row, a
+    speedup chart and an idle chart with the marks its figures call for, drawn inside the chart."""
+    width = tab.js("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert width[0] <= width[1] <= WIDTH, f"the page scrolls sideways: {width}"
+    box = tab.js("(() => { const s = document.querySelector('.scroll'); return [s.scrollWidth, s.clientWidth]; })()")
+    assert box[0] <= box[1], f"the table overflows its box: {box}"
+    charts = tab.js(CHARTS)
+    assert len(charts) == len(rows)
+    for row, (speedup, idle) in zip(rows, charts, strict=True):
+        for chart in (speedup, idle):
+            assert chart["width"] > 100 and chart["height"] > 30 and chart["inside"], (row["run_id"], chart)
+        expected = {"mean run", "ideal", "null", "mean control" if row["control_speedup"] else "none"}
+        expected |= {"interval run"} if row["speedup_low"] else set()
+        assert expected <= set(speedup["marks"]), (row["run_id"], speedup["marks"])
+        assert {"mean sync", "mean async"} <= set(idle["marks"]), (row["run_id"], idle["marks"])
+        assert ("interval sync" in idle["marks"]) == bool(row["idle_sync_low"]), (row["run_id"], idle["marks"])
 
 
 @pytest.mark.slow
@@ -200,19 +239,30 @@ def test_leaderboard_and_report_render_and_sort(results: Path, tab: Tab, tmp_pat
 
     tab.open((results / "index.html").as_uri())
     assert tab.js("document.title") == "heavygym leaderboard"
-    assert tab.js("document.querySelectorAll('#leaderboard tbody tr').length") == 2
+    assert tab.js("document.querySelectorAll('#leaderboard > tbody').length") == 2
     assert column_values(tab, "gym") == ["math", "toy"]
+    rows = list(csv.DictReader((results / "leaderboard.csv").read_text().splitlines()))
+    check_the_page_fits_and_every_chart_rendered(tab, rows)
 
-    speedup = 1 + tab.js("[...document.querySelectorAll('#leaderboard th')].findIndex(t => t.innerText === 'speedup')")
-    speedups = [column_values(tab, "speedup")]
+    header = "speedup [95%]"
+    speedup = 1 + tab.js(f"[...document.querySelectorAll('#leaderboard th')].findIndex(t => t.innerText === {header!r})")
+    speedups = [column_values(tab, header)]
     for _ in range(2):
         tab.click(f"#leaderboard th:nth-child({speedup}) button")
-        speedups.append(column_values(tab, "speedup"))
+        speedups.append(column_values(tab, header))
     as_numbers = [[float(v.rstrip("x")) for v in column] for column in speedups]
     assert as_numbers[1] == sorted(as_numbers[0]) and as_numbers[2] == sorted(as_numbers[0], reverse=True)
     assert tab.js(f"document.querySelector('#leaderboard th:nth-child({speedup})').getAttribute('aria-sort')") == (
         "descending"
     )
+    # sorting moves each row with its details; a click opens them
+    assert tab.js("[...document.querySelectorAll('#leaderboard > tbody')].map(b => b.rows.length)") == [2, 2]
+    assert tab.js("document.querySelector('#leaderboard > tbody details').open") is False
+    tab.click("#leaderboard > tbody summary")
+    opened = tab.js("(() => { const d = document.querySelector('#leaderboard > tbody details');"
+                    " return [d.open, d.innerText]; })()")  # fmt: skip
+    assert opened[0] and "tool versions" in opened[1] and "hardware (full)" in opened[1], opened
+    assert tab.js("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
     assert len(tab.screenshot(tmp_path / "leaderboard.png")) > 10_000
 
     tab.click(f'a[href="runs/{real.name}/report.html"]')  # follow the row's link to its report
@@ -224,3 +274,13 @@ def test_leaderboard_and_report_render_and_sort(results: Path, tab: Tab, tmp_pat
     assert "emulated (profile h100-qwen3-4b)" in tab.js("document.body.innerText")
     shot = tab.screenshot(tmp_path / "report.png")
     assert shot.startswith(b"\x89PNG") and len(shot) > 50_000
+
+
+def test_the_published_leaderboard_fits_the_window_and_draws_every_chart(tab: Tab, tmp_path: Path):
+    """results/index.html as committed: every published row, with its intervals and control."""
+    rows = list(csv.DictReader((PUBLISHED / "leaderboard.csv").read_text().splitlines()))
+    tab.open((PUBLISHED / "index.html").as_uri())
+    assert tab.js("document.querySelectorAll('#leaderboard > tbody').length") == len(rows) >= 10
+    assert column_values(tab, "run") == [r["run_id"] for r in rows]
+    check_the_page_fits_and_every_chart_rendered(tab, rows)
+    assert len(tab.screenshot(tmp_path / "published.png")) > 50_000

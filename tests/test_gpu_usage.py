@@ -8,6 +8,7 @@ import json
 import sys
 
 import pytest
+from test_leaderboard import md_tables
 from test_report import make_run
 
 from harness import gpu_usage
@@ -155,9 +156,6 @@ def test_report_and_leaderboard_show_the_gpu_idle_or_why_not(tmp_path):
     publish(tmp_path)
     rows = {r["gym"]: r for r in csv.DictReader((tmp_path / CSV).read_text().splitlines())}
     assert {g: r["gpu_idle_async"] for g, r in rows.items()} == {"toy": "0.125000", "cpu": "", "old": ""}
-    md = (tmp_path / MARKDOWN).read_text()
-    header = next(line for line in md.splitlines() if line.startswith("| gym |"))
-    at = [c.strip() for c in header.strip("|").split("|")].index("GPU idle (NVML) async")
-    cells = {line.split(" | ")[0].lstrip("| "): [c.strip() for c in line.strip("|").split("|")][at]
-             for line in md.splitlines() if line.startswith(("| toy ", "| cpu ", "| old "))}  # fmt: skip
+    figures = md_tables((tmp_path / MARKDOWN).read_text())["All figures"]
+    cells = {r["run"].split("-", 1)[1].split("]")[0]: r["GPU idle (NVML) async"] for r in figures}
     assert cells == {"toy": "12.5%", "cpu": "-", "old": "-"}

@@ -8,8 +8,26 @@ import json
 from conftest import harness
 from test_report import make_run
 
-from harness.leaderboard import CSV, INDEX, MARKDOWN, publish
+from harness.leaderboard import CSV, INDEX, MARKDOWN, machine, publish
+from harness.leaderboard_views import README_END, README_START
 from harness.report import REPORT
+
+
+def md_tables(md: str) -> dict[str, list[dict[str, str]]]:
+    """The Markdown's tables by the heading above them ("" for the main table): rows of cells by header."""
+    tables: dict[str, list[dict[str, str]]] = {}
+    heading, header = "", None
+    for line in md.splitlines():
+        if line.startswith("## "):
+            heading, header = line[3:], None
+        elif line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if header is None:
+                header = cells
+                tables[heading] = []
+            elif not set(cells[0]) <= {"-", ":"}:
+                tables[heading].append(dict(zip(header, cells, strict=True)))
+    return tables
 
 
 def test_leaderboard_is_byte_identical_and_keeps_the_latest_run_per_key(tmp_path):
@@ -39,11 +57,60 @@ def test_leaderboard_is_byte_identical_and_keeps_the_latest_run_per_key(tmp_path
     md, page = files[MARKDOWN].decode(), files[INDEX].decode()
     link = "[20260102T000000Z-toy](runs/20260102T000000Z-toy/report.html)"
     # a run from before the placement option names the placement it had: disaggregated
-    policy = "replay / fake-h100, disaggregated"
+    policy = "replay / fake-h100, disaggregated, **emulated**"
     config = "batch 2 x group 2, max_staleness 1, 2 gym workers; 4 steps x 1 repeat"
-    assert f"| toy | {link} | {config} | {policy} | **emulated** |" in md
+    assert f"| toy | {link} | {config} | {policy} | Test, 2 cores | 1.80x | 50.0% → 10.0% | 1 |" in md
     assert 'href="runs/20260102T000000Z-toy/report.html"' in page and "class=badge" in page
     assert "<script>" in page and "http" not in page.split("<script>", 1)[1]
+
+
+def test_the_main_table_is_short_and_columns_empty_in_every_row_are_left_out(tmp_path):
+    make_run(tmp_path, "20260101T000000Z-toy")  # no control, no GPU sampler, no bias audit
+    make_run(tmp_path, "20260101T000000Z-other", gym="other", profile=None)
+    publish(tmp_path)
+    md, page = (tmp_path / MARKDOWN).read_text(), (tmp_path / INDEX).read_text()
+    tables = md_tables(md)
+    assert list(tables[""][0]) == ["gym", "run", "configuration", "policy / profile", "hardware", "speedup [95%]",
+                                   "trainer idle sync → async", "repeats"]  # fmt: skip
+    figures = tables["All figures"][0]
+    assert "achieved/ideal" in figures and "reward async" in figures and "hardware (full)" in figures
+    for empty in ("control speedup", "control idle sync", "GPU idle (NVML) async", "slow/fast acceptance async"):
+        assert empty not in figures and f">{empty}<" not in page, empty
+    assert [r["policy / profile"] for r in tables[""]] == ["replay", "replay / fake-h100, disaggregated, **emulated**"]
+    assert len(tables["Provenance"]) == 2 and page.count("<details>") == 2
+    assert [r["hardware"] for r in tables[""]] == ["Test, 2 cores"] * 2  # in full in the details
+    assert figures["hardware (full)"] == "Test CPU, 2 cores, 8.0 GB" and "<dd>Test CPU, 2 cores, 8.0 GB</dd>" in page
+    # the figure a row lacks stays: '-' in that row, where another row has it
+    make_run(tmp_path, "20260102T000000Z-toy", modes=("async",), gym="third")
+    publish(tmp_path)
+    main = md_tables((tmp_path / MARKDOWN).read_text())[""]
+    assert [(r["gym"], r["speedup [95%]"]) for r in main] == [("other", "1.50x"), ("third", "-"), ("toy", "1.50x")]
+
+
+def test_the_hardware_cell_is_short():
+    h100 = {"cpu": "Intel(R) Xeon(R) Platinum 8480+ Processor @ 2.0GHz", "cores": 224,
+            "accelerators": ["NVIDIA H100 80GB HBM3"] * 8}  # fmt: skip
+    assert machine(h100) == "Xeon Platinum 8480+, 224 cores, 8x H100 80GB HBM3"
+    assert machine({"cpu": "AMD EPYC 7B13 64-Core Processor", "cores": 16}) == "EPYC 7B13, 16 cores"
+    assert machine({}) == "?, ? cores"
+
+
+def test_the_readme_gets_the_main_table_between_its_markers(tmp_path):
+    results = tmp_path / "results"
+    make_run(results, "20260101T000000Z-toy")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# project\n\n{README_START}\nan old table\n{README_END}\n\nmore text\n")
+    out = harness("leaderboard", "--results", str(results), "--readme", str(readme))
+    assert out.returncode == 0, out.stderr
+    text = readme.read_text()
+    main = md_tables((results / MARKDOWN).read_text().split("## ")[0])[""]
+    assert "an old table" not in text and text.endswith(f"{README_END}\n\nmore text\n")
+    assert md_tables(text)[""] == [{**r, "run": r["run"].replace("(runs/", "(results/runs/")} for r in main]
+
+    readme.write_text("# project without the markers\n")
+    out = harness("leaderboard", "--results", str(results), "--readme", str(readme))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"{readme}: no leaderboard markers" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
 def test_broken_runs_are_skipped_with_a_warning(tmp_path):
@@ -85,15 +152,12 @@ def test_leaderboard_shows_the_async_bias_and_the_over_sampling(tmp_path):
     assert rows["toy"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers, oversample 2; 4 steps x 1 repeat"
     assert rows["old"]["configuration"] == "batch 2 x group 2, max_staleness 1, 2 gym workers; 4 steps x 1 repeat"
 
-    md = (tmp_path / MARKDOWN).read_text()
-    header = next(line for line in md.splitlines() if line.startswith("| gym |"))
-    columns = [c.strip() for c in header.strip("|").split("|")]
-    at = columns.index("slow/fast acceptance async")
-    cells = {line.split(" | ")[0].lstrip("| "): [c.strip() for c in line.strip("|").split("|")][at]
-             for line in md.splitlines() if line.startswith(("| toy ", "| old ", "| modes "))}  # fmt: skip
+    cells = {r["run"].split("-", 1)[1].split("]")[0]: r["slow/fast acceptance async"]
+             for r in md_tables((tmp_path / MARKDOWN).read_text())["All figures"]}  # fmt: skip
     assert cells == {"toy": "0.50", "modes": "0.33", "old": "-"}
     page = (tmp_path / INDEX).read_text()
-    assert '<td class="num" data-sort="0.5">0.50</td>' in page and '<td class="num" data-sort="">-</td>' in page
+    assert "<dt>slow/fast acceptance async</dt><dd>0.50</dd>" in page
+    assert "<dt>slow/fast acceptance async</dt><dd>-</dd>" in page
 
 
 def test_a_shorter_run_never_replaces_the_row_of_a_longer_one(tmp_path):

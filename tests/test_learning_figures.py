@@ -13,8 +13,9 @@ import pytest
 
 from gyms import make
 from gyms.math.extract import extract_answers
-from harness.benchmark import BenchmarkSpec, _mean_of, format_examples, run_benchmark
+from harness.benchmark import BenchmarkSpec, format_examples, run_benchmark
 from harness.console import learning_line
+from harness.intervals import mean_of
 from harness.report import write_report
 from harness.rundir import load_summary
 from trainer import learning
@@ -60,8 +61,8 @@ def test_no_rise_sets_no_target_and_a_short_run_gives_no_figures():
 
 
 def test_a_figure_some_repeat_lacks_has_no_mean():
-    assert _mean_of([2.0, 8.0], ratio=True) == pytest.approx(4.0)
-    assert _mean_of([2.0, None], ratio=True) is None
+    assert mean_of([2.0, 8.0], ratio=True) == pytest.approx(4.0)
+    assert mean_of([2.0, None], ratio=True) is None
 
 
 def test_math_format_examples_show_the_format_not_the_answers():

@@ -18,12 +18,17 @@ HARNESS = Path(sys.executable).parent / "harness"
 
 
 def test_the_committed_leaderboard_is_what_the_code_at_head_writes(tmp_path):
+    """All three files, and the README's copy of the main table."""
     results = tmp_path / "results"
     shutil.copytree(ROOT / PUBLISHED, results)
-    publish(results)
-    for name in (MARKDOWN, CSV, INDEX):
-        assert (results / name).read_bytes() == (ROOT / PUBLISHED / name).read_bytes(), (
-            f"results/{name} is stale: regenerate it with `harness leaderboard --results results`")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    written = publish(results, readme_file=tmp_path / "README.md").paths
+    assert [p.name for p in written] == [MARKDOWN, CSV, INDEX, "README.md"]
+    for path in written:
+        committed = ROOT / path.relative_to(tmp_path)
+        assert path.read_bytes() == committed.read_bytes(), (
+            f"{path.relative_to(tmp_path)} is stale: regenerate it with "
+            "`harness leaderboard --results results --readme README.md`")
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
@@ -132,3 +133,34 @@ def test_the_intervals_are_the_catalogues():
     names = [name for m in catalogue.CATALOGUE for name, _ in m.interval_names()]
     assert sorted(got) == sorted(names)
     assert got["trainer_idle_ratio_async"]["low"] == 0.0  # a share cannot lie below zero
+
+
+def test_a_run_recorded_with_arithmetic_ratio_means_is_read_on_the_log_scale(tmp_path):
+    """Before schema 3 a speedup over repeats was an arithmetic mean with a t interval that could reach
+    below zero (the heavy lean row, two repeats: -0.56x); loaded, it is the geometric mean with bounds
+    on the log scale, taken again from the repeats, for the run and its control."""
+    path = RESULTS / "runs" / "20261201T234311Z-lean"
+    recorded = json.loads((path / "summary.json").read_text())
+    assert "schema_version" not in recorded and recorded["intervals"]["speedup"]["low"] < 0  # as it was written
+    s = load_summary(path)
+    for block in (s, s.control):
+        speedups = [r.comparison["speedup"] for r in block.repeats]
+        assert block.comparison["speedup"] == intervals.mean(speedups, ratio=True) != statistics.fmean(speedups)
+        assert block.intervals["speedup"] == intervals.interval(speedups, ratio=True)
+        assert 0 < block.intervals["speedup"]["low"] < block.comparison["speedup"]
+    # a summary written on the log scale keeps the figures it recorded
+    recorded["schema_version"] = SCHEMA_VERSION
+    recorded["intervals"]["speedup"] = {"mean": 1.3, "low": 1.1, "high": 1.5, "n": 2}
+    (tmp_path / "summary.json").write_text(json.dumps(recorded))
+    assert load_summary(tmp_path).intervals["speedup"] == {"mean": 1.3, "low": 1.1, "high": 1.5, "n": 2}
+
+
+@pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: p.name)
+def test_every_published_ratio_is_on_the_log_scale(path):
+    """No published row shows an arithmetic or negative interval of a ratio."""
+    s = load_summary(path)
+    for block in filter(None, (s, s.control)):
+        for key in catalogue.RATIOS & set(block.intervals):
+            per_repeat = [r.comparison[key] for r in block.repeats]
+            assert block.intervals[key] == intervals.interval(per_repeat, ratio=True), key
+            assert block.intervals[key]["low"] > 0, key
