@@ -33,6 +33,7 @@ def reward_curve(mode: str, pool: GymPool) -> list[float]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 120 steps of real training: 7 minutes in CI, past 10 on a loaded machine
 def test_tiny_policy_learns_addition_sync_and_async():
     torch.set_num_threads(1)
     with GymPool(workers=2, step_timeout_s=10) as pool:
