@@ -131,6 +131,12 @@ def _mean_and_bounds(field: str, header: str, where: str) -> tuple[Board, ...]:
                  for stat, suffix, label in stats)  # fmt: skip
 
 
+def _with_bounds(field: str, header: str) -> tuple[Board, ...]:
+    """The columns of a comparison's figure: its mean over the repeats and its 95 % interval's bounds."""
+    return (Board(field, header), Board(f"{field}_low", f"{header} 95% low", "low"),
+            Board(f"{field}_high", f"{header} 95% high", "high"))  # fmt: skip
+
+
 SHARE = (0.0, 1.0)
 POSITIVE = (0.0, math.inf)
 
@@ -168,18 +174,22 @@ CATALOGUE: tuple[Metric, ...] = (
     # Learning beside speed (trainer/learning.py): a learning policy's pairs only.
     Metric("learning_speedup", "learning speedup",
            "sync's time to the target reward / async's (trainer/learning.py), geometric mean over repeats",
-           "times", scope="comparison", domain=POSITIVE, interval=True, ratio=True, null=1.0, views=frozenset()),
+           "times", scope="comparison", domain=POSITIVE, interval=True, ratio=True, null=1.0, views=frozenset(),
+           board=_with_bounds("learning_speedup", "learning speedup")),
     Metric("target_reward", "target reward",
            "the pair's starting reward plus half of sync's rise to its final reward", digits=3, scope="comparison",
-           views=frozenset()),
+           views=frozenset(), board=(Board("target_reward", "target reward"),)),
     *(Metric(f"time_to_target_{mode}", f"time to target, {mode}",
              f"seconds from {mode}'s start to the first step whose 5-step running mean reward reaches the target",
-             "s", 0, scope="comparison", domain=POSITIVE, interval=True, views=frozenset()) for mode in MODES),
+             "s", 0, scope="comparison", domain=POSITIVE, interval=True, views=frozenset(),
+             board=_with_bounds(f"time_to_target_{mode}", f"time to target {mode}")) for mode in MODES),
     *(Metric(f"final_reward_{mode}", f"final reward, {mode}", f"{mode}'s mean reward over its last 10 steps",
-             digits=3, scope="comparison", interval=True, views=frozenset()) for mode in MODES),
+             digits=3, scope="comparison", interval=True, views=frozenset(),
+             board=_with_bounds(f"final_reward_{mode}", f"final reward {mode}")) for mode in MODES),
     Metric("final_reward_gap", "final reward gap",
            "async's final reward minus sync's, at equal trained samples: the quality async pays (0: none)", digits=3,
-           scope="comparison", interval=True, null=0.0, views=frozenset()),
+           scope="comparison", interval=True, null=0.0, views=frozenset(),
+           board=_with_bounds("final_reward_gap", "final reward gap async - sync")),
     Metric("step_time_mean", "avg step_time", "mean seconds per measured step (the first step is warm-up)",
            "s", better="lower"),
     Metric("step_time_std", "step_time stddev", "standard deviation of the measured steps' times", "s"),

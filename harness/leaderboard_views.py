@@ -104,6 +104,38 @@ FIGURES = tuple(
 )  # fmt: skip
 DETAILS = (Shown("hardware (full)", lambda r: r.hardware), *FIGURES,
            Shown("runs of key", lambda r: str(r.runs), lambda r: r.runs))  # fmt: skip
+# Learning beside speed (trainer/learning.py): the rows of a policy that learns.
+LEARNING_INTRO = (
+    "Rows of a policy that learns: the time each mode took to reach the target reward (the pair's starting "
+    "reward plus half of sync's rise; the first step whose 5-step running mean reaches it), sync's time over "
+    "async's, and each mode's final reward (its last 10 steps, at equal trained samples). A gap whose interval "
+    "holds 0 is async at no measured cost in quality. Definitions: docs/architecture.md."
+)
+
+
+def _pair(row: Row, field: str) -> str:
+    sync, asyn = (figure(row, f"{field}_{mode}", bounds=False) for mode in ("sync", "async"))
+    return EMPTY if sync == asyn == EMPTY else f"{sync} → {asyn}"
+
+
+LEARNING = (
+    Shown("gym", lambda r: r.gym),
+    RUN,
+    Shown("configuration", lambda r: r.configuration),
+    Shown("policy", _policy, draw="policy"),
+    Shown("target reward", lambda r: figure(r, "target_reward"), _raw("target_reward")),
+    Shown("time to target sync → async", lambda r: _pair(r, "time_to_target"), _raw("time_to_target_async")),
+    Shown("learning speedup [95%]", lambda r: figure(r, "learning_speedup"), _raw("learning_speedup")),
+    Shown("final reward sync → async", lambda r: _pair(r, "final_reward"), _raw("final_reward_async")),
+    Shown("final reward gap [95%]", lambda r: figure(r, "final_reward_gap"), _raw("final_reward_gap")),
+    Shown("repeats", lambda r: figure(r, "repeats"), _raw("repeats")),
+)
+
+
+def learning_rows(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r.figures.get("final_reward_gap") is not None]
+
+
 PROVENANCE = (Shown("commit", lambda r: r.commit), Shown("hardware fingerprint", lambda r: r.fingerprint),
               Shown("tool versions", lambda r: r.tools))  # fmt: skip
 
@@ -123,6 +155,9 @@ def report_link(row: Row) -> str:
 def markdown(rows: list[Row]) -> str:
     lines = ["# heavygym leaderboard", "", f"{INTRO} Columns: [docs/reports.md](../docs/reports.md).", ""]
     lines += main_table(rows)
+    if learning_rows(rows):
+        lines += ["", "## Learning", "", LEARNING_INTRO, ""]
+        lines += _md_table(LEARNING, learning_rows(rows))
     lines += ["", "## All figures", "", "Every figure of each row, with its 95% interval where the run had repeats.",
               ""]  # fmt: skip
     lines += _md_table([RUN, *shown(DETAILS, rows)], rows)
@@ -177,6 +212,11 @@ def index_html(rows: list[Row]) -> str:
         body.append(table([c.header for c in columns], [[_html_cell(r, c, axis) for c in columns] for r in rows],
                           sortable=True, table_id="leaderboard",
                           details=[_details(r, details) for r in rows]))  # fmt: skip
+        if learning_rows(rows):
+            body.append(f"<h2>Learning</h2>\n<p class=sub>{escape(LEARNING_INTRO)}</p>")
+            body.append(table([c.header for c in LEARNING], [[_html_cell(r, c, axis) for c in LEARNING]
+                                                              for r in learning_rows(rows)],
+                              sortable=True, table_id="learning"))  # fmt: skip
     else:
         body.append("<p>No runs yet: run <code>harness benchmark</code>, then <code>harness leaderboard</code>.</p>")
     return page("heavygym leaderboard", "\n".join(body), sortable=True, wide=True)

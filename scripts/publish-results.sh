@@ -8,6 +8,7 @@
 #   scripts/publish-results.sh verilog-heavy   # one row: GYM-heavy or GYM-light
 #   scripts/publish-results.sh plan-check      # the measured point that checks `harness plan`
 #   scripts/publish-results.sh verilog-heavy-oversample   # heavy verilog with --oversample 1
+#   scripts/publish-results.sh learning        # learning beside speed: the tiny policy on the math gym
 #
 # Each run is `harness benchmark` with three ABBA repeats (REPEATS, at least 3) and the instant-gym control: the light
 # (core) suites on the benchmark's defaults (10 steps of 4 x 4, colocated h100-qwen3-4b stages,
@@ -47,4 +48,10 @@ wanted heavy verilog-heavy-oversample && run --gym verilog "${heavy[@]}" --overs
 # predicts that this machine's 2 gym workers hold async idle under 2 % at max staleness 2.
 wanted plan-check plan-check && run --gym modelica --steps 10 --batch 2 -o suite=heavy \
     --profile a3-qwen3-4b --placement disaggregated --max-staleness 2
+# Learning beside speed (docs/reports.md): the tiny policy on one-digit sums, from the gym's format
+# warm-up, as tests/test_learning.py trains it; no control (an instant gym leaves nothing to learn
+# faster). Its figures: each mode's time to the target reward and the final reward at equal samples.
+wanted learning learning && "$harness" benchmark --results results --repeats "$repeats" --gym math \
+    -o source=addition -o max_turns=1 --policy tiny:lr=1e-3,max_new_tokens=12 --warmup 200 \
+    --steps 60 --batch 8 --group 8
 "$harness" leaderboard --results results --readme README.md

@@ -175,3 +175,25 @@ def test_a_shorter_run_never_replaces_the_row_of_a_longer_one(tmp_path):
     assert sorted(rows) == ["20260101T000000Z-toy", "20260102T000000Z-toy"]
     assert rows["20260101T000000Z-toy"]["configuration"].endswith("; 10 steps x 3 repeats + control")
     assert rows["20260101T000000Z-toy"]["speedup"] == "1.500000" and rows["20260102T000000Z-toy"]["speedup"] == "1.100000"
+
+
+def test_a_learning_policys_row_has_a_learning_section(tmp_path):
+    make_run(tmp_path, "20260101T000000Z-toy")  # replay: no learning figures, no section row
+    path = make_run(tmp_path, "20260101T000000Z-math", gym="math", profile=None)
+    summary = json.loads((path / "summary.json").read_text())
+    summary["comparison"].update(target_reward=0.21, time_to_target_sync=300.0, time_to_target_async=200.0,
+                                 learning_speedup=1.5, final_reward_sync=0.3, final_reward_async=0.28,
+                                 final_reward_gap=-0.02)  # fmt: skip
+    summary["intervals"] = {"learning_speedup": {"mean": 1.5, "low": 1.2, "high": 1.9, "n": 3},
+                            "final_reward_gap": {"mean": -0.02, "low": -0.07, "high": 0.03, "n": 3}}  # fmt: skip
+    (path / "summary.json").write_text(json.dumps(summary))
+    publish(tmp_path)
+    md, page = (tmp_path / MARKDOWN).read_text(), (tmp_path / INDEX).read_text()
+    (row,) = md_tables(md)["Learning"]
+    assert row["gym"] == "math" and row["target reward"] == "0.210"
+    assert row["time to target sync → async"] == "300 s → 200 s"
+    assert row["learning speedup [95%]"] == "1.50x [1.20x, 1.90x]"
+    assert row["final reward sync → async"] == "0.300 → 0.280"
+    assert row["final reward gap [95%]"] == "-0.020 [-0.070, 0.030] (not significant)"  # no quality cost measured
+    assert 'id="learning"' in page or "id=learning" in page
+    assert "learning speedup" not in md_tables(md)[""][0]  # the main table stays short
