@@ -423,9 +423,19 @@ class GymPool(SlotPool[_Process]):
         self._ctx = mp.get_context("spawn")  # the parent runs threads: never fork it
         self._node = socket.gethostname()
         self._answer_keys = tuple(str(key) for key in answer_keys)
+        # A spawned worker starts an interpreter and imports its modules: CPU-bound, about half a
+        # second of a core. Started all at once, N workers share the cores for N of those, and on a
+        # machine with fewer cores than workers (160 emulated workers on 2 cores: docs/benchmarks.md)
+        # the last ones would pass START_TIMEOUT_S still importing and be killed as failed starts.
+        # So at most one start per core runs at a time, and each start's timeout counts its own work.
+        self._starting = threading.BoundedSemaphore(default_workers())
         super().__init__(workers or default_workers(), step_timeout_s)
 
     def _start(self) -> tuple[_Process, str]:
+        with self._starting:
+            return self._start_one()
+
+    def _start_one(self) -> tuple[_Process, str]:
         parent_end, child_end = self._ctx.Pipe()
         proc = self._ctx.Process(target=_worker_main, args=(child_end, self._answer_keys), daemon=True)
         proc.start()

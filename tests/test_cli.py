@@ -195,3 +195,12 @@ def test_serve_without_the_openenv_extra_names_the_install(monkeypatch, capsys):
     assert code == FAILED and "Traceback" not in out + err
     assert err.strip() == ("error: harness serve needs OpenEnv, which is not installed: install the openenv extra: "
                            "HEAVYGYM_EXTRAS=openenv make setup, or pip install -e '.[openenv]'")  # fmt: skip
+
+
+def test_the_cli_imports_no_torch():
+    """Every gym pool worker that `harness` spawns imports the command line again (multiprocessing's
+    spawn re-imports the parent's main module): with torch, each worker would take about 200 MB and
+    seconds of a core to start, which 160 workers (docs/benchmarks.md, replay-latency) do not have."""
+    code = "import sys, harness.cli; print(sorted(m for m in ('torch', 'numpy', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"

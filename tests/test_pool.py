@@ -5,6 +5,8 @@ import os
 import pickle
 import random
 import subprocess
+import threading
+import time
 
 import pytest
 from toy_gyms import ToyEpisode, ToyGym
@@ -195,3 +197,27 @@ def test_wait_started_returns_once_every_worker_is_up(gym):
     with GymPool(workers=2, step_timeout_s=1.0) as pool:
         pool.wait_started(60)
         assert sorted({w.slot for w in pool.worker_nodes}) == [0, 1]
+
+
+def test_workers_start_at_most_one_per_core_at_a_time():
+    """A pool larger than the machine (160 emulated workers on 2 cores) starts its workers a core's
+    worth at a time: all at once, the last would still be importing when their start timed out."""
+    starting, most = 0, 0
+    lock = threading.Lock()
+
+    class Counted(GymPool):
+        def _start_one(self):
+            nonlocal starting, most
+            with lock:
+                starting += 1
+                most = max(most, starting)
+            time.sleep(0.2)  # every start overlaps the others, unless something makes them wait
+            try:
+                return super()._start_one()
+            finally:
+                with lock:
+                    starting -= 1
+
+    with Counted(workers=3 * default_workers(), step_timeout_s=1.0) as pool:
+        pool.wait_started(120)
+    assert most == default_workers()

@@ -8,12 +8,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer import attribution, bias
-from trainer.pipeline import RunResult
 from trainer.records import Record
 from trainer.timeline import Span, Timeline
+
+if TYPE_CHECKING:  # the pipeline imports torch: the CLI, and every gym pool worker it spawns, must not
+    from trainer.pipeline import RunResult
 
 
 @dataclass(frozen=True)
