@@ -4,12 +4,12 @@
 setup:
 	@bash scripts/setup.sh
 
-# Three test processes by default on CI's two cores: much of the suite waits (checkers starting,
-# limits running out, servers answering), and two processes kept the cores about 60 % busy. A
-# file stays on one process (--dist loadfile), so its module fixtures start once; files with a
-# slow test go first (tests/conftest.py; xdist would otherwise reorder files by their number of
-# tests). TEST_WORKERS=0 runs serially.
-TEST_WORKERS ?= 3
+# Two test processes by default: a serial run kept about one of two cores busy, so a second
+# process has a core to use. A file stays on one process (--dist loadfile), so its module
+# fixtures start once; files with a slow test go first (tests/conftest.py; xdist would
+# otherwise reorder files by their number of tests). TEST_WORKERS=0
+# runs serially.
+TEST_WORKERS ?= 2
 test: setup
 	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
