@@ -144,14 +144,20 @@ def _bias_line(b: dict) -> str:
             f"gym time on dropped trajectories {b['gym_s_dropped_share']:.1%}")  # fmt: skip
 
 
+def _compared(block: Measured, key: str, fmt: str, suffix: str = "") -> str:
+    """A comparison figure formatted, with its 95 % interval over repeats and 'not significant' where
+    that holds the figure's no-effect value (harness/intervals.py)."""
+    null = catalogue.BY_KEY[key].null if key in catalogue.BY_KEY else None
+    return with_interval(block.comparison[key], block.intervals.get(key), lambda v: f"{format(v, fmt)}{suffix}", null)
+
+
 def _comparison_line(block: Measured, name: str) -> str:
     """'speedup 1.62x [1.55, 1.69] (ideal ...)': means over repeats, with 95% intervals when there are
     some; a figure whose interval holds its no-effect value says it is not significant, unbolded."""
     c, iv = block.comparison or {}, block.intervals
 
     def fig(key: str, fmt: str, suffix: str = "") -> str:
-        null = catalogue.BY_KEY[key].null if key in catalogue.BY_KEY else None
-        return with_interval(c[key], iv.get(key), lambda v: f"{format(v, fmt)}{suffix}", null)
+        return _compared(block, key, fmt, suffix)
 
     repeats = len(block.repeats) or 1
     over = f" (mean of {repeats} repeats, 95% intervals)" if repeats > 1 else ""
@@ -169,14 +175,14 @@ def learning_line(block: Measured) -> str | None:
     """A learning policy's pair (trainer/learning.py), in one line the console and the report share:
     the time each mode took to the target reward, and the final reward at equal samples. None for
     the replay policy, whose rewards are a fixed mix."""
-    c, iv = block.comparison or {}, block.intervals
+    c = block.comparison or {}
     if "final_reward_gap" not in c:
         return None
 
     def fig(key: str, fmt: str, suffix: str = "") -> str:
         if c.get(key) is None:
             return "not reached" if key.startswith("time_to") else "-"
-        return with_interval(c[key], iv.get(key), lambda v: f"{format(v, fmt)}{suffix}", catalogue.BY_KEY[key].null)
+        return _compared(block, key, fmt, suffix)
 
     final = (f"final reward at equal samples {fig('final_reward_sync', '.3f')} sync, {fig('final_reward_async', '.3f')} "
              f"async (gap {fig('final_reward_gap', '+.3f')})")  # fmt: skip
