@@ -143,8 +143,8 @@ def test_grpo_loss_with_kl_and_tis():
 def sampled_group(policy: ModelPolicy, advantages: list[float], prompt: str = "2 + 2 = ") -> Group:
     """Samples of the policy's version 0 for one prompt, with the given advantages."""
     task = Task(f"t/{prompt}", prompt, reference="4")
-    gens = policy.generate([Request(task, prompt, 1)] * len(advantages), 0)
-    trajs = [Trajectory(task.id, 0, 0, [Turn(prompt, g)]) for g in gens]
+    gens = policy.generate([Request.first(task)] * len(advantages), 0)
+    trajs = [Trajectory(task.id, 0, 0, [Turn(g)]) for g in gens]
     return Group(0, task.id, 0, trajs, advantages)
 
 

@@ -21,10 +21,10 @@ TASK = Task("t/0", "2 + 2 = ", reference="4")
 
 
 def one_group(policy: ModelPolicy, version: int, rewards: list[float]) -> Group:
-    gens = policy.generate([Request(TASK, TASK.prompt, 1)] * len(rewards), version)
+    gens = policy.generate([Request.first(TASK)] * len(rewards), version)
     trajs = []
     for gen, r in zip(gens, rewards):
-        traj = Trajectory(TASK.id, 0, version, [Turn(TASK.prompt, gen, reward=r)])
+        traj = Trajectory(TASK.id, 0, version, [Turn(gen, reward=r)])
         trajs.append(traj)
     mean = sum(rewards) / len(rewards)
     return Group(0, TASK.id, version, trajs, [r - mean for r in rewards])
@@ -86,7 +86,7 @@ def test_pinned_versions_stay_until_released():
     policy.update_weights()
     policy.update_weights()
     assert set(policy.engine.versions) == {0, 2}  # 1 was never pinned
-    policy.generate([Request(TASK, TASK.prompt, 1)], pinned)  # the old version still serves
+    policy.generate([Request.first(TASK)], pinned)  # the old version still serves
     policy.release(pinned)
     assert set(policy.engine.versions) == {2}
 
@@ -154,7 +154,7 @@ def test_a_release_while_a_version_is_published_never_frees_it():
     publisher.join(GATE_S)
     releaser.join(GATE_S)
     assert policy.version == 1 and set(policy.engine.versions) == {1}
-    [gen] = policy.generate([Request(TASK, TASK.prompt, 1)], policy.acquire())
+    [gen] = policy.generate([Request.first(TASK)], policy.acquire())
     assert gen.version == 1
 
 
@@ -188,7 +188,7 @@ def test_any_engine_of_one_version_drains_then_swaps():
     with policy.reporting_to(swaps):
         running = policy.acquire()
         assert policy.update_weights() == 1 and set(policy.engine.versions) == {0}  # still serving the pinned one
-        [gen] = policy.generate([Request(TASK, TASK.prompt, 1)], running)
+        [gen] = policy.generate([Request.first(TASK)], running)
         assert gen.version == 0 and swaps.seen == [("engine_call", 0)]
         got: list[int] = []
         waiter = threading.Thread(target=lambda: got.append(policy.acquire()))
@@ -204,7 +204,7 @@ def test_any_engine_of_one_version_drains_then_swaps():
 def test_grpo_steps_raise_the_probability_of_rewarded_answers():
     torch.manual_seed(0)
     policy = tiny_policy(seed=0, lr=3e-3, max_new_tokens=1)
-    request = Request(TASK, TASK.prompt, 1)
+    request = Request.first(TASK)
 
     def p_target() -> float:
         ids = torch.tensor([policy.learner.tokenizer.encode(TASK.prompt) + [ord("4")]])
@@ -218,7 +218,7 @@ def test_grpo_steps_raise_the_probability_of_rewarded_answers():
             gens[0] = type(gens[0])("4", gens[0].prompt_tokens, [ord("4")], [gens[0].logprobs[0]], policy.version)
             rewards[0] = 1.0
         mean = sum(rewards) / len(rewards)
-        trajs = [Trajectory(TASK.id, 0, policy.version, [Turn(TASK.prompt, g, reward=r)])
+        trajs = [Trajectory(TASK.id, 0, policy.version, [Turn(g, reward=r)])
                  for g, r in zip(gens, rewards)]  # fmt: skip
         policy.train_step([Group(0, TASK.id, policy.version, trajs, [r - mean for r in rewards])])
         policy.update_weights()
@@ -272,7 +272,7 @@ def test_replay_policy_picks_candidates_with_the_given_skill():
     gym = ToyGym()
     policy = ReplayPolicy(gym, load_profile("zero"), skill=0.25, seed=random.Random(0).randint(0, 99))
     task = gym.tasks()[0]
-    texts = [g.text for g in policy.generate([Request(task, task.prompt, 1)] * 400, 0)]
+    texts = [g.text for g in policy.generate([Request.first(task)] * 400, 0)]
     assert 0.15 < texts.count("pass") / 400 < 0.35
 
 

@@ -95,7 +95,7 @@ def test_a_new_engine_for_a_real_model_is_an_engine_and_a_factory(tmp_path):
 
             def generate(self, requests, version, events):
                 assert version == self.held
-                return [Generation("x", self.learner.prompt_tokens(r.prompt), [ord("x")], [0.0], version)
+                return [Generation("x", self.learner.prompt_ids(r), [ord("x")], [0.0], version)
                         for r in requests]
 
             def snapshot(self):
@@ -116,7 +116,7 @@ def test_a_new_engine_for_a_real_model_is_an_engine_and_a_factory(tmp_path):
         from trainer.types import Request
         policy = make_policy("canned", None, ZERO)
         version = policy.acquire()
-        [gen] = policy.generate([Request(Task("t", "1 + 1 = "), "1 + 1 = ", 1)], version)
+        [gen] = policy.generate([Request.first(Task("t", "1 + 1 = "))], version)
         policy.release(version)
         print(policy.describe()["policy"], gen.text, gen.version, policy.update_weights(), policy.engine.held)
     """, plugin)

@@ -60,7 +60,7 @@ def test_sync_and_async_runs_get_identical_replay_actions():
 def test_an_action_depends_on_its_request_alone():
     gym = HangingToyGym()
     task = gym.tasks()[0]
-    requests = [Request(task, task.prompt, turn, group, sample) for group in range(3)
+    requests = [Request(task, Request.first(task).messages, turn, group, sample) for group in range(3)
                 for sample in range(4) for turn in (1, 2)]  # fmt: skip
 
     def answers(policy: ReplayPolicy, order: list[Request]) -> dict:
@@ -85,7 +85,7 @@ def test_each_coordinate_of_the_request_changes_the_draw(field):
 
     def lengths(**changed: int) -> list[int]:
         coords = {**base, **changed}
-        req = Request(task, task.prompt, coords["turn"], coords["group"], coords["sample"])
+        req = Request(task, Request.first(task).messages, coords["turn"], coords["group"], coords["sample"])
         return [len(g.response_tokens) for g in policy.generate([req], 0)]
 
     # emulated lengths spread over 100 values: 20 neighbours cannot all draw the base's

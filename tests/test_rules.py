@@ -133,7 +133,7 @@ def test_replay_mix_is_what_the_replay_policy_picks():
     task = gym.tasks()[0]
     kinds = {c.action: c.expect for c in gym.candidates(task, random.Random(0))}
     policy = ReplayPolicy(gym, ZERO, seed=5)
-    picks = Counter(kinds[g.text] for g in policy.generate([Request(task, "p", 1)] * 20_000, 0))
+    picks = Counter(kinds[g.text] for g in policy.generate([Request.first(task)] * 20_000, 0))
     for kind, share in AnswerMix().shares({c.expect for c in gym.candidates(task, random.Random(0))}).items():
         assert picks[kind] / 20_000 == pytest.approx(share, abs=0.01)
 

@@ -50,14 +50,14 @@ def learner_logprobs(policy: VllmPolicy, gen: Generation) -> torch.Tensor:
 def sample(policy: VllmPolicy, n: int = 2) -> list[Generation]:
     version = policy.acquire()
     try:
-        return policy.generate([Request(Task(f"p{i}", p), p, 1) for i, p in enumerate(PROMPTS) for _ in range(n)], version)
+        return policy.generate([Request.first(Task(f"p{i}", p)) for i, p in enumerate(PROMPTS) for _ in range(n)], version)
     finally:
         policy.release(version)
 
 
 def greedy(policy: VllmPolicy, prompt: str) -> tuple[list[int], list[int]]:
     """(the engine's, the learner's) greedy continuation of one prompt."""
-    tokens, llm, tokenizer = policy.learner.tokenizer.prompt(prompt), policy.engine.llm, policy.learner.tokenizer
+    tokens, llm, tokenizer = policy.learner.tokenizer.template.first(prompt), policy.engine.llm, policy.learner.tokenizer
     engine = llm.generate(tokens, llm.sampling_params(temperature=0.0, max_tokens=12)).result()
     ids = torch.tensor([tokens])
     with torch.no_grad():
@@ -81,7 +81,7 @@ def test_after_a_grpo_step_and_a_sync_the_engine_follows_the_learner(model_dir: 
     assert all(engine == learner for engine, learner in before.values())
     gens = sample(policy, n=4)
     rewards = [float(i % 2) for i in range(len(gens))]
-    groups = [Group(i, f"p{i}", 0, [Trajectory(f"p{i}", i, 0, [Turn(PROMPTS[i], g, reward=r)])
+    groups = [Group(i, f"p{i}", 0, [Trajectory(f"p{i}", i, 0, [Turn(g, reward=r)])
                                      for g, r in zip(gens[4 * i : 4 * i + 4], rewards[4 * i : 4 * i + 4])],
                     [r - 0.5 for r in rewards[4 * i : 4 * i + 4]]) for i in range(len(PROMPTS))]  # fmt: skip
     stale = [learner_logprobs(policy, g) for g in gens]
@@ -117,7 +117,7 @@ def test_one_version_per_episode_drains_before_the_swap(model_dir: Path):
         running = policy.acquire()  # a group in flight at version 0
         assert policy.update_weights() == 1
         assert policy.engine.version == 0 and swaps.seen == []  # the engine keeps serving the pinned version
-        [gen] = policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 2)], running)
+        [gen] = policy.generate([Request(Task("p", PROMPTS[0]), Request.first(Task("p", PROMPTS[0])).messages, 2)], running)
         assert gen.version == 0
         got: list[int] = []
         waiter = threading.Thread(target=lambda: got.append(policy.acquire()))
@@ -127,7 +127,7 @@ def test_one_version_per_episode_drains_before_the_swap(model_dir: Path):
         assert policy.engine.version == 1 and got == [1]
         assert swaps.seen == [("drain", 1), ("weight_load", 1)]
         with pytest.raises(RuntimeError, match="asked for version 0, but the engine holds 1"):
-            policy.generate([Request(Task("p", PROMPTS[0]), PROMPTS[0], 1)], 0)
+            policy.generate([Request.first(Task("p", PROMPTS[0]))], 0)
         policy.release(1)
 
 
@@ -204,7 +204,7 @@ def test_calibrate_measures_the_engine_at_a_fixed_response_length(model_dir: Pat
     profile = load_profile(str(out))  # what --profile reads
     assert profile.name == "cpu-vllm" and profile.description.startswith("measured: vllm 0.32.0")
     assert profile.response_tokens == 24  # ignore_eos: every response is exactly as long as asked
-    shortest = min(len(make_policy(f"vllm:{model_dir}", None, ZERO).learner.tokenizer.prompt(t.prompt)) for t in make("math").tasks())
+    shortest = min(len(make_policy(f"vllm:{model_dir}", None, ZERO).learner.tokenizer.template.first(t.prompt)) for t in make("math").tasks())
     assert profile.prompt_tokens >= shortest  # the gym's prompts, in the chat template
     assert "the math gym's" in profile.sources["measurement"] and profile.generate_s_per_token > 0
     assert profile.train_s_per_token > 0 and profile.update_weights_s > 0

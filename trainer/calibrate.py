@@ -41,14 +41,14 @@ def calibrate(
     for step in range(steps + 1):  # step 0 warms up caches and kernels, and is not counted
         tasks = [Task(f"calibrate/{i}", rng.choice(prompts)) for i in range(batch)]
         start = time.perf_counter()
-        gens = policy.generate([Request(t, t.prompt, 1) for t in tasks for _ in range(group)], policy.version)
+        gens = policy.generate([Request.first(t) for t in tasks for _ in range(group)], policy.version)
         generated = time.perf_counter() - start
         groups = []
         for i, task in enumerate(tasks):
             mine = gens[i * group : (i + 1) * group]
             rewards = [rng.random() for _ in mine]
             mean = statistics.fmean(rewards)
-            trajs = [Trajectory(task.id, i, policy.version, [Turn(task.prompt, g, reward=r)])
+            trajs = [Trajectory(task.id, i, policy.version, [Turn(g, reward=r)])
                      for g, r in zip(mine, rewards)]  # fmt: skip
             groups.append(Group(i, task.id, policy.version, trajs, [r - mean for r in rewards]))
         start = time.perf_counter()

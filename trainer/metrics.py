@@ -15,7 +15,7 @@ from trainer.records import Record
 from trainer.timeline import Span, Timeline
 
 if TYPE_CHECKING:  # the pipeline imports torch: the CLI, and every gym pool worker it spawns, must not
-    from trainer.pipeline import RunResult
+    from trainer.pipeline import RunResult, StepRecord
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class ModeSummary(Record):
     weight_sync: dict[str, Any] | None = None  # an engine that swaps weights in place (vllm)
     gym_s_per_trained_sample: float | None = None  # the gym pool's cost of a trained sample, dropped work included
     gpu: dict[str, Any] | None = None  # the GPU's own sampling, added by the benchmark (harness/gpu_usage.py)
+    multi_turn: dict[str, Any] | None = None  # token consistency of multi-turn episodes (`multi_turn`)
 
 
 def busy_in(spans: Sequence[Span], start: float, end: float) -> float:
@@ -233,7 +234,24 @@ def summarize(result: RunResult) -> ModeSummary:
         "step_time_lag1_autocorrelation": autocorr,
         "oscillation": oscillation_verdict(result.config.mode, rate_ratio, autocorr),
         "warmup_step_time": steps[0].step_time,
+        "multi_turn": multi_turn(steps),
     })
+
+
+def multi_turn(steps: Sequence[StepRecord]) -> dict[str, Any]:
+    """The trained trajectories of every step, warm-up included: how many spanned several turns,
+    the share of their later turns whose prompt ids extended the turn before's sequence (1.0: the
+    trainer stops a run at the first that does not), the episodes ended by the context's limit,
+    and the tokens the learner ran over per step (the replay policy: the emulated ones)."""
+    counts = {k: int(sum(s.stats.get(k, 0) for s in steps)) for k in
+              ("multi_turn_trajectories", "prefix_checks", "prefix_matches", "truncated_by_context")}  # fmt: skip
+    learner = [s.stats.get("learner_tokens", s.stats.get("tokens")) for s in steps[1:] or steps]
+    return {
+        "trajectories": counts["multi_turn_trajectories"],
+        "prefix_match_rate": counts["prefix_matches"] / counts["prefix_checks"] if counts["prefix_checks"] else None,
+        "truncated_by_context": counts["truncated_by_context"],
+        "learner_tokens_per_step": statistics.fmean(learner) if None not in learner and learner else None,
+    }
 
 
 def compare(sync: ModeSummary, async_: ModeSummary) -> dict[str, float]:

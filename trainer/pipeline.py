@@ -17,7 +17,7 @@ resource "rollout": the engine's busy time, whichever requests a call served.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gyms import Gym
@@ -27,7 +27,7 @@ from trainer.policies.base import Policy
 from trainer.rollout import Rollout, TaskSampler
 from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
-from trainer.types import Fate
+from trainer.types import Fate, Trajectory
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,7 @@ def run(
                 for group in groups:
                     for traj in group.trajectories:
                         traj.check_one_version()
+                        traj.check_token_prefix()
                 asked = timeline.now()
                 with policy.accelerator():  # colocated: after the generate call that holds it
                     if policy.placement == "colocated":
@@ -168,8 +169,20 @@ def _record(step, end, step_time, timeline, groups, depth, stats) -> StepRecord:
         trajectories=len(trajs),
         staleness_mean=sum(s for _, s in trajs) / n,
         buffer_depth=depth,
-        stats=stats,
+        stats={**stats, **multi_turn_counts([t for t, _ in trajs])},
     )
+
+
+def multi_turn_counts(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """A step's statistics beside the learner's, of its trained trajectories: how many span several turns, how many turns' prompts were checked
+    against the sequence before them and matched it, and how many ended at the context's limit."""
+    matches = [ok for t in trajectories for ok in t.prefix_matches()]
+    return {
+        "multi_turn_trajectories": float(sum(len(t.turns) > 1 for t in trajectories)),
+        "prefix_checks": float(len(matches)),
+        "prefix_matches": float(sum(matches)),
+        "truncated_by_context": float(sum(t.context_full for t in trajectories)),
+    }
 
 
 class _TimelineEvents:

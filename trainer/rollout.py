@@ -36,7 +36,11 @@ from trainer.losses import group_advantages
 from trainer.policies.base import Policy
 from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
-from trainer.types import Generation, Group, Request, Trajectory, Turn, next_prompt
+from trainer.types import Generation, Group, Message, Request, Trajectory, Turn
+
+# The observation of a turn that was never generated: the conversation outgrew the context.
+CONTEXT_FULL = "the conversation would outgrow the model's context: the episode ends here, as a fail"
+
 
 class TaskSampler:
     """Tasks in a seeded shuffled order, cycling; the same sequence for sync and async runs."""
@@ -97,7 +101,7 @@ class Rollout:
     def _group(self, episodes: cf.Executor, group_id: int, task: Task, version: int) -> Group:
         """The group's episodes, to their ends; on stop, its trajectories as far as they got
         are abandoned (in flight) and `Stopped` is raised."""
-        trajs = [Trajectory(task.id, group_id, version, sample=i) for i in range(self.group_size)]
+        trajs = [Trajectory(task.id, group_id, version, sample=i, prompt=task.prompt) for i in range(self.group_size)]
         running = [episodes.submit(self._episode, task, traj) for traj in trajs]
         first, _ = cf.wait(running, return_when=cf.FIRST_EXCEPTION)
         raised = [e for e in map(cf.Future.exception, first) if e is not None]
@@ -117,20 +121,26 @@ class Rollout:
         return Group(group_id, task.id, version, trainable, advantages, errored)
 
     def _episode(self, task: Task, traj: Trajectory) -> None:
-        """One episode, turn by turn into `traj`: generate, step in the gym, and again until it ends."""
+        """One episode, turn by turn into `traj`: generate, step in the gym, and again until it
+        ends, or until its next turn would not fit the model's context (the model's fail)."""
         group_id, sample, version = traj.group_id, traj.sample, traj.version
         episode: Episode = self.gym.open(task)
-        prompt, turn = task.prompt, 1
+        request = Request.first(task, group_id, sample)
         while True:
-            where = {"group": group_id, "sample": sample, "turn": turn}
+            where = {"group": group_id, "sample": sample, "turn": request.turn}
             try:
-                gen = self._generate(Request(task, prompt, turn, group_id, sample), version, where)
+                gen = self._generate(request, version, where)
             except BaseException:
                 self.pool.close_episode(episode)  # not in the pool: nobody else will
                 raise
+            if gen.context_full:
+                self.pool.close_episode(episode)
+                traj.turns.append(Turn(gen, CONTEXT_FULL))
+                return
             call = self._step(episode, gen.text)  # on stop, the pool's call closes the episode
             episode, result = call.episode, call.result
-            traj.turns.append(Turn(prompt, gen, result.observation, result.reward, result.outcome))
+            role = self.gym.feedback_role
+            traj.turns.append(Turn(gen, result.observation, result.reward, result.outcome, role))
             traj.gym_s += call.finished_at - call.started_at
             at = self.timeline.at
             self.timeline.add("gym-queue", "gym_queue", at(call.submitted_at), at(call.started_at), version, **where)
@@ -138,7 +148,7 @@ class Rollout:
                               **where)  # fmt: skip
             if result.done:  # closed by the pool's worker, where its files are
                 return
-            prompt, turn = next_prompt(prompt, gen.text, result.observation), turn + 1
+            request = request.then(gen, Message(role, result.observation))
 
     def _generate(self, request: Request, version: int, where: dict[str, int]) -> Generation:
         if self.buffer.stopping:

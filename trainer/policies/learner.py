@@ -1,9 +1,9 @@
 """The learner of a real-model policy: a torch language model, its optimizer, the GRPO step with
 the project's loss (trainer/losses.py) and the logprobs it is computed with.
 
-Engines read what generation shares with training from here: the tokenizer, the prompt cut to
-the context (`prompt_tokens`), `max_new_tokens` and the temperature, so that an engine's
-behaviour logprobs are of the distribution the learner scores. They take the weights as copies
+Engines read what generation shares with training from here: the tokenizer, a request's prompt
+ids (`prompt_ids`: the conversation's token sequence, never cut), `max_new_tokens` and the
+temperature, so that an engine's behaviour logprobs are of the distribution the learner scores. They take the weights as copies
 (`frozen_copy`, `weights`), so the learner can train on while an engine generates.
 """
 
@@ -18,21 +18,33 @@ from torch.nn import functional as F
 
 from trainer.losses import clip_stats, grpo_loss, ratio_and_weights
 from trainer.policies import options
-from trainer.types import Generation, Group
+from trainer.types import Group, Message, Request
+
+
+class Template(Protocol):
+    """A chat template at the token level (trainer/policies/chat.py)."""
+
+    def first(self, text: str) -> list[int]:
+        """The first prompt: `text` as the user's message, then the generation prompt."""
+        ...
+
+    def after_answer(self, message: Message) -> list[int]:
+        """What follows an answer's end-of-sequence token: `message`, then the generation prompt."""
+        ...
 
 
 class Tokenizer(Protocol):
     eos_id: int
     pad_id: int
+    template: Template
 
     def encode(self, text: str) -> list[int]: ...
     def decode(self, tokens: list[int]) -> str: ...
-    def prompt(self, text: str) -> list[int]:
-        """The tokens the model is prompted with: `text` in the model's chat format, if it has one."""
-        ...
 
 
 LogitsFn = Callable[[Any, torch.Tensor], torch.Tensor]  # (model, token ids) -> logits
+# A training row: a trajectory's token ids, its trained spans (start, behaviour logprobs), its advantage.
+Row = tuple[list[int], list[tuple[int, list[float]]], float]
 
 
 class Learner:
@@ -87,10 +99,20 @@ class Learner:
 
     # -- what engines take -------------------------------------------------------------------
 
-    def prompt_tokens(self, text: str) -> list[int]:
-        """The prompt's tokens, cut to leave `max_new_tokens` of the context: the end of a long
-        conversation is kept."""
-        return self.tokenizer.prompt(text)[-(self.max_len - self.max_new_tokens) :]
+    def prompt_ids(self, request: Request) -> list[int] | None:
+        """The request's prompt ids: the first prompt in the chat template, or the previous turn's
+        prompt and response ids as sampled, closed with the end-of-sequence token if the response
+        ran out of tokens before it, then the feedback and the generation prompt. None where they
+        and `max_new_tokens` would outgrow the context: a prompt is never cut."""
+        previous = request.previous
+        if previous is None:
+            ids = self.tokenizer.template.first(request.messages[0].content)
+        else:
+            eos = self.tokenizer.eos_id
+            closed = previous.response_tokens[-1:] == [eos]
+            ids = [*previous.prompt_tokens, *previous.response_tokens, *([] if closed else [eos]),
+                   *self.tokenizer.template.after_answer(request.messages[-1])]  # fmt: skip
+        return ids if len(ids) + self.max_new_tokens <= self.max_len else None
 
     def next_token_logprobs(self, model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
         """Log-probabilities of each row's next token under `model`, at the sampling temperature."""
@@ -115,7 +137,7 @@ class Learner:
         rows, stats = self._rows(groups)
         if not rows:  # nothing to learn from: no optimizer step, and the same keys as a step
             nothing = clip_stats(torch.zeros(0, 0), torch.zeros(0), torch.zeros(0, 0), self.loss_options["clip_eps"])
-            return {"loss": 0.0, "tokens": 0.0, "optimizer_steps": 0.0, **nothing, **stats}
+            return {"loss": 0.0, "tokens": 0.0, "learner_tokens": 0.0, "optimizer_steps": 0.0, **nothing, **stats}
         ids, mask, behaviour, advantages = self.batch(rows)
         # No dropout: the ratio must compare weights, not dropout masks (the engine samples in eval mode too).
         self.model.eval()
@@ -146,6 +168,8 @@ class Learner:
         return {
             "loss": sum(losses) / len(losses),
             "tokens": float(mask.sum()),
+            # every token the learner runs over once per pass (prompt, feedback and template too)
+            "learner_tokens": float(sum(len(seq) for seq, _, _ in rows)),
             "optimizer_steps": float(len(losses)),
             **clip_stats(ratios, advs, masks, self.loss_options["clip_eps"]),
             **stats,
@@ -159,15 +183,17 @@ class Learner:
             return float(mask[part].sum() / mask[minibatch].sum().clamp(min=1))
         return len(part) / len(minibatch)
 
-    def _rows(self, groups: Sequence[Group]) -> tuple[list[tuple[Generation, float]], dict[str, float]]:
-        """One row (generation, advantage) per turn. A group whose advantages are all zero carries
-        no signal; with drop_zero_advantage it is left out of the loss and its normaliser (DAPO's
-        dynamic sampling, without resampling)."""
-        rows: list[tuple[Generation, float]] = []
+    def _rows(self, groups: Sequence[Group]) -> tuple[list[Row], dict[str, float]]:
+        """One row per trajectory: its one token sequence, the spans of it to train (each turn's
+        response) and its advantage. A group whose advantages are all zero carries no signal;
+        with drop_zero_advantage it is left out of the loss and its normaliser (DAPO's dynamic
+        sampling, without resampling)."""
+        rows: list[Row] = []
         zero_groups = tokens = left_out = 0
         for group in groups:
-            mine = [(turn.generation, a) for traj, a in zip(group.trajectories, group.advantages) for turn in traj.turns]
-            count = sum(len(g.response_tokens) for g, _ in mine)
+            mine = [(*traj.sequence(), a) for traj, a in zip(group.trajectories, group.advantages)]
+            mine = [row for row in mine if row[0]]  # a trajectory whose first turn did not fit has no tokens
+            count = sum(len(logprobs) for _, spans, _ in mine for _, logprobs in spans)
             tokens += count
             if not any(group.advantages):
                 zero_groups += 1
@@ -180,19 +206,21 @@ class Learner:
             "tokens_left_out_fraction": left_out / tokens if tokens else 0.0,
         }
 
-    def batch(self, rows: list[tuple[Generation, float]]) -> tuple[torch.Tensor, ...]:
-        """Right-padded sequences; mask and behaviour logprobs aligned to predicted tokens."""
-        width = max(len(g.prompt_tokens) + len(g.response_tokens) for g, _ in rows)
+    def batch(self, rows: Sequence[Row]) -> tuple[torch.Tensor, ...]:
+        """Right-padded sequences; mask and behaviour logprobs aligned to predicted tokens: the
+        mask is 1 on each trained span's tokens (the responses) and 0 on prompt, feedback,
+        template and padding."""
+        width = max(len(ids) for ids, _, _ in rows)
         ids = torch.full((len(rows), width), self.tokenizer.pad_id, dtype=torch.long)
         mask = torch.zeros(len(rows), width - 1)
         behaviour = torch.zeros(len(rows), width - 1)
-        for i, (g, _) in enumerate(rows):
-            seq = g.prompt_tokens + g.response_tokens
+        for i, (seq, spans, _) in enumerate(rows):
             ids[i, : len(seq)] = torch.tensor(seq)
-            start = len(g.prompt_tokens) - 1  # position whose prediction is the first response token
-            mask[i, start : start + len(g.response_tokens)] = 1
-            behaviour[i, start : start + len(g.response_tokens)] = torch.tensor(g.logprobs)
-        advantages = torch.tensor([a for _, a in rows], dtype=torch.float32)
+            for start, logprobs in spans:
+                first = start - 1  # the position whose prediction is the span's first token
+                mask[i, first : first + len(logprobs)] = 1
+                behaviour[i, first : first + len(logprobs)] = torch.tensor(logprobs)
+        advantages = torch.tensor([a for _, _, a in rows], dtype=torch.float32)
         return ids.to(self.device), mask.to(self.device), behaviour.to(self.device), advantages.to(self.device)
 
     def token_logprobs(self, model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -205,15 +233,18 @@ class Learner:
         The KL reference, if any, becomes the warmed-up model: RL starts from it, and a penalty
         toward the model before the warm-up would pull the policy back out of the format."""
         rng = torch.Generator().manual_seed(0)
+        budget = self.max_len - self.max_new_tokens
+        prompts = [self.tokenizer.template.first(prompt) for prompt, _ in pairs]
+        fitting = [k for k, ids in enumerate(prompts) if len(ids) <= budget]
+        if not fitting:
+            raise ValueError(f"no format example's prompt fits the model's context ({budget} tokens besides the response)")
         loss = torch.tensor(0.0)
         for _ in range(steps):
-            picks = torch.randint(len(pairs), (batch,), generator=rng).tolist()
-            rows = []
-            for k in picks:
-                prompt, response = pairs[k]
-                r = self.tokenizer.encode(response)[: self.max_new_tokens - 1] + [self.tokenizer.eos_id]
-                # version 0: a teacher's answer, generated by no version; `batch` reads only the tokens
-                rows.append((Generation(response, self.prompt_tokens(prompt), r, [0.0] * len(r), 0), 0.0))
+            picks = torch.randint(len(fitting), (batch,), generator=rng).tolist()
+            rows: list[Row] = []
+            for k in (fitting[p] for p in picks):
+                r = self.tokenizer.encode(pairs[k][1])[: self.max_new_tokens - 1] + [self.tokenizer.eos_id]
+                rows.append((prompts[k] + r, [(len(prompts[k]), [0.0] * len(r))], 0.0))  # `batch` reads the span only
             ids, mask, _, _ = self.batch(rows)
             loss = -(self.token_logprobs(self.model, ids) * mask).sum() / mask.sum()
             self.optimizer.zero_grad(set_to_none=True)

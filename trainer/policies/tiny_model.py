@@ -6,9 +6,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from trainer.policies.chat import PlainTemplate
+
 
 class ByteTokenizer:
-    """UTF-8 bytes are tokens 0..255; 256 is end-of-sequence."""
+    """UTF-8 bytes are tokens 0..255; 256 is end-of-sequence. No chat format: the plain template
+    of trainer/policies/chat.py."""
 
     vocab_size = 257
     eos_id = 256
@@ -20,8 +23,9 @@ class ByteTokenizer:
     def decode(self, tokens: list[int]) -> str:
         return bytes(t for t in tokens if t < 256).decode("utf-8", errors="replace")
 
-    def prompt(self, text: str) -> list[int]:
-        return self.encode(text)  # no chat format: the prompt as it is
+    @property
+    def template(self) -> PlainTemplate:
+        return PlainTemplate(self.encode)
 
 
 class Block(nn.Module):

@@ -34,20 +34,23 @@ class TorchEngine(Engine):
             start = time.monotonic()
             model = self.versions[version]
             results: dict[int, Generation] = {}
-            # Requests with the same prompt (a GRPO group) are sampled as one batch.
-            by_prompt: dict[str, list[int]] = {}
+            # Requests with the same prompt ids (a GRPO group's first turn) are sampled as one batch.
+            by_prompt: dict[tuple[int, ...], list[int]] = {}
             for i, r in enumerate(requests):
-                by_prompt.setdefault(r.prompt, []).append(i)
-            for prompt, indices in by_prompt.items():
-                for i, gen in zip(indices, self._sample(model, version, prompt, len(indices))):
+                ids = self.learner.prompt_ids(r)
+                if ids is None:
+                    results[i] = Generation.context_full_at(version)
+                else:
+                    by_prompt.setdefault(tuple(ids), []).append(i)
+            for ids, indices in by_prompt.items():
+                for i, gen in zip(indices, self._sample(model, version, list(ids), len(indices))):
                     results[i] = gen
             if events is not None:
                 events.engine_call(start, time.monotonic(), version)
             return [results[i] for i in range(len(requests))]
 
-    def _sample(self, model: torch.nn.Module, version: int, prompt: str, n: int) -> list[Generation]:
+    def _sample(self, model: torch.nn.Module, version: int, prompt_tokens: list[int], n: int) -> list[Generation]:
         learner, device = self.learner, self.learner.device
-        prompt_tokens = learner.prompt_tokens(prompt)
         ids = torch.tensor([prompt_tokens] * n, device=device)
         tokens: list[list[int]] = [[] for _ in range(n)]
         logprobs: list[list[float]] = [[] for _ in range(n)]

@@ -5,13 +5,13 @@ saved in a local directory; the vllm policy loads its learner here too (`transfo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from trainer.policies import options
+from trainer.policies.chat import ChatTemplate, PlainTemplate
 from trainer.policies.learner import Learner
 from trainer.policies.model_policy import ModelPolicy
 from trainer.policies.torch_engine import TorchEngine
@@ -37,18 +37,13 @@ class HFTokenizer:
         self.tok = tok
         self.eos_id = tok.eos_token_id
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        self.template = ChatTemplate(tok) if tok.chat_template else PlainTemplate(self.encode)
 
     def encode(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False)
 
     def decode(self, tokens: list[int]) -> str:
         return self.tok.decode(tokens, skip_special_tokens=True)
-
-    def prompt(self, text: str) -> list[int]:
-        if not self.tok.chat_template:
-            return self.encode(text)
-        ids = self.tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
-        return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
 
 
 def hf_logits(model: Any, ids: torch.Tensor) -> torch.Tensor:

@@ -243,10 +243,16 @@ class VllmEngine(Engine):
             temperature=self.learner.temperature, max_tokens=self.learner.max_new_tokens, **self.sampling
         )
         on_busy = events.engine_call if events is not None else None
-        prompts = [self.learner.prompt_tokens(r.prompt) for r in requests]
-        futures = [self.llm.generate(p, params, on_busy) for p in prompts]
-        served = [f.result() for f in futures]
-        return [Generation(s.text, p, s.tokens, s.logprobs, s.version) for p, s in zip(prompts, served)]
+        prompts = [self.learner.prompt_ids(r) for r in requests]
+        futures = {i: self.llm.generate(p, params, on_busy) for i, p in enumerate(prompts) if p is not None}
+        generations = []
+        for i, p in enumerate(prompts):
+            if p is None:  # would outgrow the context: not sent
+                generations.append(Generation.context_full_at(version))
+            else:
+                s = futures[i].result()
+                generations.append(Generation(s.text, p, s.tokens, s.logprobs, s.version))
+        return generations
 
     def snapshot(self) -> list[tuple[str, torch.Tensor]]:
         return self.learner.weights()
