@@ -64,7 +64,7 @@ def test_behaviour_logprobs_match_the_learner_before_training(policy):
     group = one_group(policy, 0, [1.0, 0.0, 0.0, 1.0])
     gen = group.trajectories[0].turns[0].generation
     assert len(gen.logprobs) == len(gen.response_tokens) > 0
-    ids, mask, behaviour, _ = policy.learner.batch([(gen, 1.0)])
+    ids, mask, behaviour, _ = policy.learner.batch([(*group.trajectories[0].sequence(), 1.0)])
     learner = policy.learner.token_logprobs(policy.learner.model.eval(), ids)
     assert torch.allclose(learner[mask.bool()], behaviour[mask.bool()], atol=1e-4)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import reward_rise
+from episodes import check_learner_matches_the_engine, check_prompts_extend_the_sequence, episode, retokenize
 
 if os.environ.get("CI"):
     import vllm  # noqa: F401  (CI installs the extra: its absence is a failure, never a skip)
@@ -97,6 +98,23 @@ def test_after_a_grpo_step_and_a_sync_the_engine_follows_the_learner(model_dir: 
     assert any(after[p][0] != before[p][0] for p in PROMPTS)  # where the step changed the greedy answer
 
 
+def test_a_three_turn_episode_is_one_token_sequence_on_the_engine(model_dir: Path):
+    """Token in, token out on vLLM: the engine takes each turn's prompt ids, which extend the
+    previous turn's sequence as sampled, and the learner's logprobs over the whole sequence are
+    the engine's. A re-tokenizing trainer fails the same checks (tests/episodes.py)."""
+    gym = make("math", source="addition", max_turns=3)
+    task = gym.tasks()[-1]
+    policy = VllmPolicy(str(model_dir), max_new_tokens=16)
+    traj = episode(policy, gym, task)
+    assert len(traj.turns) == 3 and all(t.generation.version == 0 for t in traj.turns)
+    check_prompts_extend_the_sequence(policy, traj)
+    check_learner_matches_the_engine(policy, traj)
+    retokenize(policy)
+    drifted = episode(policy, gym, task)
+    with pytest.raises(AssertionError, match="re-tokenized"):
+        drifted.check_token_prefix()
+
+
 class Swaps:
     """The weight swaps a policy reports (`trainer.policies.base.PolicyEvents`)."""
 
@@ -137,7 +155,8 @@ def test_benchmark_runs_both_modes_on_the_real_engine(model_dir: Path, tmp_path:
 
     from harness.cli import app
 
-    args = ["benchmark", "--gym", "math", "--steps", "3", "--batch", "2", "--group", "2", "--results", str(tmp_path),
+    args = ["benchmark", "--gym", "math", "-o", "max_turns=3", "--steps", "3", "--batch", "2", "--group", "2",
+            "--results", str(tmp_path),
             "--policy", f"vllm:{model_dir}:max_new_tokens=16,drop_zero_advantage=false"]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -151,6 +170,8 @@ def test_benchmark_runs_both_modes_on_the_real_engine(model_dir: Path, tmp_path:
     for mode in ("sync", "async"):
         figures = summary["modes"][mode]
         assert figures["accounting"]["balanced"], figures["accounting"]
+        turns = figures["multi_turn"]  # 3-turn episodes: every later turn's prompt extends the sequence
+        assert turns["trajectories"] > 0 and turns["prefix_match_rate"] == 1.0, turns
         sync = figures["weight_sync"]
         assert sync["weight_load_s_mean"] > 0
         assert sync["versions_served"][0] == 0 and set(sync["versions_served"]) <= set(range(4))
