@@ -113,6 +113,11 @@ def _slow_fast(block: Mapping[str, Any]) -> float | None:
     return ((block.get("bias") or {}).get("async") or {}).get("slow_fast_acceptance")  # pooled over the repeats
 
 
+def _multi_turn(key: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A figure of a mode's multi-turn block (trainer/metrics.py `multi_turn`); None for runs before it."""
+    return lambda mode: (mode.get("multi_turn") or {}).get(key)
+
+
 def _repeats(summary: Mapping[str, Any]) -> int:
     return len(summary.get("repeats") or []) or 1
 
@@ -239,6 +244,19 @@ CATALOGUE: tuple[Metric, ...] = (
            board=(Board("reward_sync", "reward sync", "sync"), Board("reward_async", "reward async", "async"))),
     Metric("staleness_mean", "staleness mean", "mean staleness of the trained trajectories",
            board=(Board("staleness_async", "staleness async", "async"),)),
+    # Multi-turn episodes as one token sequence (docs/architecture.md).
+    Metric("learner_tokens_per_step", "learner tokens / step",
+           "tokens the learner ran over per measured step, each trajectory's one sequence once (prompt, feedback "
+           "and template tokens included); the replay policy's are emulated", digits=0, domain=POSITIVE,
+           views=frozenset({REPORT}), read=_multi_turn("learner_tokens_per_step")),
+    Metric("prefix_match_rate", "token prefix match",
+           "of the multi-turn trajectories' later turns, the share whose prompt ids extend the turn before's "
+           "prompt and response ids as sampled (1.00 required: the trainer stops a run at the first that does not)",
+           "share", 1, domain=SHARE, views=frozenset({REPORT}), read=_multi_turn("prefix_match_rate")),
+    Metric("truncated_by_context", "ended by the context",
+           "episodes, warm-up step included, whose next turn would have outgrown the model's context: each ended "
+           "there as the model's fail", digits=0, domain=POSITIVE, views=frozenset({REPORT}),
+           read=_multi_turn("truncated_by_context")),
 )
 BY_KEY = {m.key: m for m in CATALOGUE}
 RATIOS = frozenset(m.key for m in CATALOGUE if m.ratio)  # averaged on the log scale

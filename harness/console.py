@@ -39,6 +39,9 @@ def print_benchmark(summary: RunSummary, run_dir: Path) -> None:
         if m.weight_sync:  # an engine that swaps weights in place (vllm)
             console.print(f"{name}: {_weight_sync_line(m.weight_sync)}")
     for name, m in summary.modes.items():
+        if m.multi_turn and m.multi_turn["trajectories"]:
+            console.print(f"{name}: {_multi_turn_line(m.multi_turn)}")
+    for name, m in summary.modes.items():
         acc = m.accounting
         console.print(
             f"{name}: {m.oscillation}. Trajectories: generated {acc['generated']} = trained {acc['trained']}"
@@ -127,6 +130,13 @@ def _weight_sync_line(w: dict) -> str:
         f"{w['weight_load_s_mean'] * 1e3:.1f} ms, drain before it mean {w['drain_s_mean'] * 1e3:.1f} ms, max "
         f"{w['drain_s_max'] * 1e3:.1f} ms over {w['updates']} updates (docs/engines.md)"
     )
+
+
+def _multi_turn_line(t: dict) -> str:
+    rate = "-" if t["prefix_match_rate"] is None else f"{t['prefix_match_rate']:.0%}"
+    tokens = "-" if t["learner_tokens_per_step"] is None else f"{t['learner_tokens_per_step']:,.0f}"
+    return (f"{t['trajectories']} multi-turn trajectories, token prefix match {rate}, "
+            f"{t['truncated_by_context']} ended by the context; learner tokens per step {tokens} (docs/architecture.md)")
 
 
 def _bias_line(b: dict) -> str:

@@ -60,3 +60,10 @@ def test_hf_options_follow_the_last_colon_and_a_path_keeps_its_own():
     # the vllm policy loads its learner's model the same way: the same line, before any engine starts
     with pytest.raises(ValueError, match=r"^no model directory at /no/such/model: pass a local directory"):
         make_policy("vllm:/no/such/model", None, ZERO)
+
+
+def test_max_len_sizes_a_torch_policy_s_context_and_the_vllm_engine_names_its_own():
+    policy = make_policy("tiny:max_len=1024", None, ZERO)
+    assert policy.learner.max_len == 1024
+    with pytest.raises(ValueError, match="the vllm engine's is max_model_len"):
+        make_policy("vllm:/no/such/model:max_len=512", None, ZERO)

@@ -97,6 +97,9 @@ CHECKS: dict[str, Callable[[str, object], object]] = {
     "epochs": _whole,
     "grad_accum": _whole,
     "drop_zero_advantage": _POLICY.flag,
+    # the context in tokens: the tiny model's size (default 256), or a cap on an hf model's own; a
+    # multi-turn episode ends where its next turn would not fit (docs/architecture.md)
+    "max_len": _whole,
     # the vllm policy's engine and sampling (ENGINE_OPTIONS)
     "top_p": _probability,
     "stop": _strings,
@@ -119,6 +122,13 @@ def location(rest: str, policy: str) -> tuple[str, str, str]:
         where, text = rest, ""
     path, _, devices = where.partition("@")
     return path, devices, text
+
+
+def engine_only(options: dict[str, object]) -> dict[str, object]:
+    """The options of a `vllm` policy, whose context is its engine's."""
+    if "max_len" in options:
+        raise ValueError("policy option max_len sizes a tiny or hf policy's context: the vllm engine's is max_model_len")
+    return options
 
 
 def torch_only(options: dict[str, object]) -> dict[str, object]:

@@ -49,4 +49,4 @@ def from_spec(rest: str, context: PolicyContext) -> VllmPolicy:
     path, devices, text = options.location(rest, "vllm")
     engine, _, learner = (devices or "cpu").partition(",")
     return VllmPolicy(path, engine_device=engine, learner_device=learner or engine, seed=context.seed,
-                      **context.options(text))  # fmt: skip
+                      **options.engine_only(context.options(text)))  # fmt: skip
