@@ -1,7 +1,13 @@
-"""An OpenEnv environment that is not heavygym's, on OpenEnv's own server: its action's text
-field is `message`, its observation's text is `text`, and it pays what the message asks for
-(`reward:X`), so a test can make it answer outside heavygym's schema. Served with
-`python -m uvicorn openenv_foreign:app --port 0`."""
+"""OpenEnv environments that are not heavygym's, on OpenEnv's own server.
+
+`app`: its action's text field is `message`, its observation's text is `text`, and it pays what
+the message asks for (`reward:X`), so a test can make it answer outside heavygym's schema.
+
+`mirror_app`: its observation's `messages` and `feedback_role` are what the reset asked for
+(`reset(messages=..., feedback_role=...)`), so a test can send heavygym's client any conversation.
+
+Served with `python -m uvicorn openenv_foreign:app --port 0`.
+"""
 
 from __future__ import annotations
 
@@ -47,3 +53,26 @@ class EchoEnvironment(Environment[EchoAction, EchoObservation, State]):
 
 
 app = create_app(EchoEnvironment, EchoAction, EchoObservation, env_name="echo", max_concurrent_envs=8)
+
+
+class MirrorObservation(Observation):
+    prompt: str = ""
+    messages: Any = None
+    feedback_role: Any = None
+
+
+class MirrorEnvironment(Environment[EchoAction, MirrorObservation, State]):
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **asked: Any) -> MirrorObservation:
+        return MirrorObservation(prompt="mirror", messages=asked.get("messages"), feedback_role=asked.get("feedback_role"))
+
+    def step(self, action: EchoAction, timeout_s: float | None = None, **_: Any) -> MirrorObservation:
+        return MirrorObservation(prompt="mirror", done=True)
+
+    @property
+    def state(self) -> State:
+        return State()
+
+
+mirror_app = create_app(MirrorEnvironment, EchoAction, MirrorObservation, env_name="mirror", max_concurrent_envs=8)
