@@ -165,6 +165,10 @@ def test_a_tool_feedback_gym_is_served_with_its_role_and_cut_answers(monkeypatch
             assert conversation(last)[5:] == [("assistant", "pass"), ("tool", "well done")]
             again = env.reset(task_id="toy/1")  # a new episode starts a new conversation
             assert conversation(again) == [("user", "say pass")]
+        gym = make("openenv", url=server.url, size="1")
+        assert gym.feedback_role == "user"  # until its server says otherwise
+        gym.tasks()
+        assert gym.feedback_role == "tool" and type(gym).feedback_role == "user"  # on the instance alone
     finally:
         assert server.stop() == 0, "".join(server.log)
     assert "Traceback" not in "".join(server.log)
@@ -547,7 +551,7 @@ def test_a_foreign_openenv_app_through_the_openenv_gym_and_its_schema_errors(mon
     from gyms.pool import GymPool
 
     monkeypatch.setenv("PYTHONPATH", with_path()["PYTHONPATH"])  # where openenv_foreign lives
-    with pytest.raises(ValueError, match="no text field 'prompt'.*its fields: text"):
+    with pytest.raises(ValueError, match="no text field 'prompt'.*its fields: history, text"):
         make("openenv", app="openenv_foreign:app", size="1").tasks()
     gym = make("openenv", app="openenv_foreign:app", size="2", prompt_field="text")
     tasks = gym.tasks()
@@ -565,6 +569,38 @@ def test_a_foreign_openenv_app_through_the_openenv_gym_and_its_schema_errors(mon
         assert bad.outcome.value == "error" and bad.reward == 0.0 and shown in bad.observation, bad
     out = harness("benchmark", "--gym", "openenv", "-o", "app=no_such_module:app", timeout=60)
     assert out.returncode == 2 and 'Could not import module "no_such_module"' in out.stderr, out.stderr
+
+
+def test_the_openenv_gym_reads_a_foreign_conversation_from_messages_field(monkeypatch):
+    """The foreign app's conversation is in `history`, its feedback `tool` messages, and it names
+    no feedback role: `-o messages_field=history -o feedback_role=tool` reads it; without the
+    role, the first feedback that goes on is an error naming the fix; a conversation that is not
+    a list is an error; a field that is not there is refused at start-up."""
+    from gyms.pool import GymPool
+
+    monkeypatch.setenv("PYTHONPATH", with_path()["PYTHONPATH"])  # where openenv_foreign lives
+    options = {"app": "openenv_foreign:app", "size": "1", "prompt_field": "text", "max_turns": "2"}
+    with pytest.raises(ValueError, match=r"no field 'nope' \(messages_field; its fields: history, text\)"):
+        make("openenv", **options, messages_field="nope").tasks()
+    with pytest.raises(ValueError, match=r"feedback_role='assistant': use one of user, tool"):
+        make("openenv", **options, feedback_role="assistant")
+    gym = make("openenv", **options, messages_field="history", feedback_role="tool")
+    unsure = make("openenv", **options, messages_field="history")  # its feedback role stays user
+    [task] = gym.tasks()
+    unsure.tasks()
+    assert (gym.feedback_role, unsure.feedback_role) == ("tool", "user")
+    with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
+        first = pool.step(gym.open(task), "again")
+        second = pool.step(first.episode, "reward:1").result
+        wrong_role = pool.step(unsure.open(task), "again").result
+        garbled = pool.step(gym.open(task), "garble").result
+    assert (first.result.outcome.value, first.result.done, first.result.observation) == ("fail", False, "you said again")
+    assert (second.outcome.value, second.reward, second.turn) == ("pass", 1.0, 2)
+    assert wrong_role.outcome.value == "error" and "is a 'tool' message, not 'user'" in wrong_role.observation
+    assert "give -o feedback_role=tool" in wrong_role.observation
+    assert garbled.outcome.value == "error" and "field history is 'garbled', not a list" in garbled.observation
+    with GymClient(base_url=gym.url).sync() as env, pytest.raises(MalformedObservation, match="field messages is missing"):
+        env.reset(seed=0)  # heavygym's client wants heavygym's conversation
 
 
 def serve_app(app: str) -> tuple[subprocess.Popen[str], str]:
