@@ -241,8 +241,9 @@ class Gym(ABC):
     max_turns: int = 1
     # The role of the feedback message in the model's conversation: "user", or "tool" where the
     # gym's feedback is a tool's output (a policy whose chat template has no tool role renders it
-    # as "user"; trainer/policies/chat.py).
-    feedback_role: ClassVar[str] = "user"
+    # as "user"; trainer/policies/chat.py). A class attribute for most gyms; a gym that learns its
+    # role when it starts (the `openenv` gym, from its server) sets it on the instance, as `max_turns`.
+    feedback_role: str = "user"
     step_timeout_s: float = 10.0  # the longest one step may take; the host allows a margin on top
     # Options without a default, for `harness gyms list` ("url|app": either one of the two).
     required_options: ClassVar[tuple[str, ...]] = ()

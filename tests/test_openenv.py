@@ -38,7 +38,14 @@ if HAS_OPENENV:
     from websockets.sync.client import connect
 
     from gyms.openenv.client import GymClient
-    from gyms.openenv.protocol import MAX_ANSWER_CHARS, MAX_ID_CHARS, MAX_SEED, AnswerAction
+    from gyms.openenv.protocol import (
+        MAX_ANSWER_CHARS,
+        MAX_ID_CHARS,
+        MAX_MESSAGE_ANSWER_CHARS,
+        MAX_SEED,
+        AnswerAction,
+        MalformedObservation,
+    )
     from gyms.openenv.server import ATTACH_GRACE_S, MAX_PAYLOAD_BYTES
 
 DEADLINE_S = 120.0
@@ -100,27 +107,71 @@ def math_server() -> Iterator[Server]:
     assert server.stop() == 0, "".join(server.log)
 
 
+def conversation(result) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    """An observation's messages as (role, content) pairs."""
+    return [(m.role, m.content) for m in result.observation.messages]
+
+
 def test_a_full_multi_turn_episode_driven_by_the_openenv_client(math_server):
     task = make("math").tasks()[3]
+    wrong_answer, right_answer = answer("math", task.id, "fail"), answer("math", task.id, "pass")
     with GymClient(base_url=math_server.url).sync() as env:
         first = env.reset(task_id=task.id)
         assert first.observation.prompt == task.prompt and not first.done
         assert first.observation.metadata == {"task_id": task.id, "turn": 0, "max_turns": 2}
+        assert conversation(first) == [("user", task.prompt)] and first.observation.feedback_role == "user"
 
-        wrong = env.step(AnswerAction(answer=answer("math", task.id, "fail")))
+        wrong = env.step(AnswerAction(answer=wrong_answer))
         meta = wrong.observation.metadata
         assert (wrong.reward, wrong.done, meta["outcome"], meta["turn"]) == (0.0, False, "fail", 1)
         assert "not correct" in wrong.observation.prompt  # the feedback for the next turn
+        # the conversation grew by the answer as sent and the feedback, in the gym's role
+        feedback = wrong.observation.prompt
+        assert conversation(wrong) == [("user", task.prompt), ("assistant", wrong_answer), ("user", feedback)]
 
-        right = env.step(AnswerAction(answer=answer("math", task.id, "pass")))
+        right = env.step(AnswerAction(answer=right_answer))
         meta = right.observation.metadata
         assert (right.reward, right.done, meta["outcome"], meta["turn"], meta["terminated"]) == (1.0, True, "pass", 2, True)
         assert meta["service_s"] > 0 and meta["queue_wait_s"] >= 0
+        assert conversation(right) == [*conversation(wrong), ("assistant", right_answer), ("user", right.observation.prompt)]
 
         state = env.state()
         assert (state.task_id, state.turn, state.done, state.step_count) == (task.id, 2, True, 2)
         with pytest.raises(RuntimeError, match="is over after 2 turn"):
             env.step(AnswerAction(answer="\\boxed{1}"))
+
+
+def test_a_tool_feedback_gym_is_served_with_its_role_and_cut_answers(monkeypatch):
+    """A gym whose feedback is a tool's output: three turns, each observation carrying the
+    conversation so far with the feedback as `tool` messages; an answer over the cap is cut in
+    the conversation (and still reaches the gym whole); the `openenv` gym takes the role."""
+    monkeypatch.setenv("PYTHONPATH", with_path()["PYTHONPATH"])  # where toy_gyms lives
+    server = Server("toy_gyms:ToolFeedbackGym", "--gym-workers", "1")
+    try:
+        huge = "x" * (MAX_MESSAGE_ANSWER_CHARS + 100)
+        with GymClient(base_url=server.url).sync() as env:
+            first = env.reset(task_id="toy/0")
+            assert conversation(first) == [("user", "say pass")] and first.observation.feedback_role == "tool"
+            second = env.step(AnswerAction(answer="nope"))
+            assert conversation(second) == [("user", "say pass"), ("assistant", "nope"), ("tool", "'nope' is wrong")]
+            third = env.step(AnswerAction(answer=huge))
+            assert not third.done and "the limit is" in third.observation.prompt  # the gym read its size
+            cut = third.observation.messages[3].content
+            assert cut == huge[:MAX_MESSAGE_ANSWER_CHARS] and len(cut) < len(huge)
+            assert conversation(third)[4] == ("tool", third.observation.prompt)
+            last = env.step(AnswerAction(answer="pass"))
+            assert (last.reward, last.done) == (1.0, True)
+            assert conversation(last)[:4] == conversation(third)[:4] and len(conversation(last)) == 7
+            assert conversation(last)[5:] == [("assistant", "pass"), ("tool", "well done")]
+            again = env.reset(task_id="toy/1")  # a new episode starts a new conversation
+            assert conversation(again) == [("user", "say pass")]
+        gym = make("openenv", url=server.url, size="1")
+        assert gym.feedback_role == "user"  # until its server says otherwise
+        gym.tasks()
+        assert gym.feedback_role == "tool" and type(gym).feedback_role == "user"  # on the instance alone
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    assert "Traceback" not in "".join(server.log)
 
 
 def test_resets_follow_a_seeded_order_and_a_seed_names_one_task(math_server):
@@ -500,7 +551,7 @@ def test_a_foreign_openenv_app_through_the_openenv_gym_and_its_schema_errors(mon
     from gyms.pool import GymPool
 
     monkeypatch.setenv("PYTHONPATH", with_path()["PYTHONPATH"])  # where openenv_foreign lives
-    with pytest.raises(ValueError, match="no text field 'prompt'.*its fields: text"):
+    with pytest.raises(ValueError, match="no text field 'prompt'.*its fields: history, text"):
         make("openenv", app="openenv_foreign:app", size="1").tasks()
     gym = make("openenv", app="openenv_foreign:app", size="2", prompt_field="text")
     tasks = gym.tasks()
@@ -518,6 +569,86 @@ def test_a_foreign_openenv_app_through_the_openenv_gym_and_its_schema_errors(mon
         assert bad.outcome.value == "error" and bad.reward == 0.0 and shown in bad.observation, bad
     out = harness("benchmark", "--gym", "openenv", "-o", "app=no_such_module:app", timeout=60)
     assert out.returncode == 2 and 'Could not import module "no_such_module"' in out.stderr, out.stderr
+
+
+def test_the_openenv_gym_reads_a_foreign_conversation_from_messages_field(monkeypatch):
+    """The foreign app's conversation is in `history`, its feedback `tool` messages, and it names
+    no feedback role: `-o messages_field=history -o feedback_role=tool` reads it; without the
+    role, the first feedback that goes on is an error naming the fix; a conversation that is not
+    a list is an error; a field that is not there is refused at start-up."""
+    from gyms.pool import GymPool
+
+    monkeypatch.setenv("PYTHONPATH", with_path()["PYTHONPATH"])  # where openenv_foreign lives
+    options = {"app": "openenv_foreign:app", "size": "1", "prompt_field": "text", "max_turns": "2"}
+    with pytest.raises(ValueError, match=r"no field 'nope' \(messages_field; its fields: history, text\)"):
+        make("openenv", **options, messages_field="nope").tasks()
+    with pytest.raises(ValueError, match=r"feedback_role='assistant': use one of user, tool"):
+        make("openenv", **options, feedback_role="assistant")
+    gym = make("openenv", **options, messages_field="history", feedback_role="tool")
+    unsure = make("openenv", **options, messages_field="history")  # its feedback role stays user
+    [task] = gym.tasks()
+    unsure.tasks()
+    assert (gym.feedback_role, unsure.feedback_role) == ("tool", "user")
+    with GymPool(1, step_timeout_s=gym.step_timeout_s) as pool:
+        first = pool.step(gym.open(task), "again")
+        second = pool.step(first.episode, "reward:1").result
+        wrong_role = pool.step(unsure.open(task), "again").result
+        garbled = pool.step(gym.open(task), "garble").result
+    assert (first.result.outcome.value, first.result.done, first.result.observation) == ("fail", False, "you said again")
+    assert (second.outcome.value, second.reward, second.turn) == ("pass", 1.0, 2)
+    assert wrong_role.outcome.value == "error" and "is a 'tool' message, not 'user'" in wrong_role.observation
+    assert "give -o feedback_role=tool" in wrong_role.observation
+    assert garbled.outcome.value == "error" and "field history is 'garbled', not a list" in garbled.observation
+    with GymClient(base_url=gym.url).sync() as env, pytest.raises(MalformedObservation, match="field messages is missing"):
+        env.reset(seed=0)  # heavygym's client wants heavygym's conversation
+
+
+def serve_app(app: str) -> tuple[subprocess.Popen[str], str]:
+    """An OpenEnv app served by uvicorn on a loopback port; the process and its URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", "0"],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if found := re.search(r"running on (http://\S+)", line):
+            threading.Thread(target=proc.stderr.read, daemon=True).start()
+            return proc, found[1]
+    raise AssertionError(f"uvicorn could not serve {app}")
+
+
+MALFORMED_CONVERSATIONS = [  # (messages, feedback_role, what the client's error says)
+    (None, "user", "field messages is null, not a list"),
+    ("hello", "user", "field messages is 'hello', not a list"),
+    ([["user", "hello"]], "user", "field messages[0] is a list, not an object with a role and a content"),
+    ([{"role": "user"}], "user", "field messages[0] is an object, not an object with a role and a content"),
+    ([{"role": "system", "content": "hi"}], "user", "field messages[0].role is 'system', not one of user, assistant, tool"),
+    ([{"role": "user", "content": 7}], "user", "field messages[0].content is a number, not a string"),
+    ([{"role": "user", "content": "hi", "name": "x"}], "user", "field messages[0] has keys other than role and content: name"),
+    ([{"role": "user", "content": "hi"}], "assistant", "field feedback_role is 'assistant', not one of user, tool"),
+    ([], "user", "field messages is empty"),
+    ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "f"}], "tool",
+     "field messages[2].role is 'user', not 'tool'"),
+]  # fmt: skip
+
+
+def test_a_malformed_conversation_is_one_line_from_the_client(monkeypatch):
+    """heavygym's client against a server that sends whatever conversation the reset asks for."""
+    monkeypatch.setenv("PYTHONPATH", with_path()["PYTHONPATH"])  # where openenv_foreign lives
+    proc, url = serve_app("openenv_foreign:mirror_app")
+    said = []
+    try:
+        with GymClient(base_url=url).sync() as env:
+            for messages, feedback_role, _ in MALFORMED_CONVERSATIONS:
+                with pytest.raises(MalformedObservation) as raised:
+                    env.reset(messages=messages, feedback_role=feedback_role)
+                said.append(str(raised.value))
+            fine = env.reset(messages=[{"role": "user", "content": "hi"}], feedback_role="tool")  # the control
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    for line, (_, _, says) in zip(said, MALFORMED_CONVERSATIONS):
+        assert line.startswith("malformed observation from the server: " + says), line
+        assert "\n" not in line and "docs/openenv.md" in line  # one line, with the fix
+    assert [(m.role, m.content) for m in fine.observation.messages] == [("user", "hi")]
 
 
 def test_a_real_policy_without_candidates_through_openenv(tmp_path, math_server):

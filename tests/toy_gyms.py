@@ -99,6 +99,13 @@ class ToyGym(Gym):
         return [*super().candidates(task, rng), Candidate("nope", "fail", "wrong")]
 
 
+class ToolFeedbackGym(ToyGym):
+    """The toy gym, whose feedback is a tool's output (`Gym.feedback_role`)."""
+
+    name = "toy-tool"
+    feedback_role = "tool"
+
+
 GATE_S = 60.0  # a bound for a broken build only: a gate opens as soon as its test's event happens
 
 

@@ -6,10 +6,18 @@
 TRL drives the episodes through its `rollout_func` hook: for each prompt of a batch the
 function opens one OpenEnv WebSocket session with the gym (`GymClient`), resets it to the
 task the prompt came from, lets the policy answer, and, while the gym is not done (the math
-gym gives a wrong answer its feedback and one more try), puts the gym's feedback in as the
-next user turn and lets the policy answer again. The episode's reward is what the gym paid,
-summed over its steps; TRL's GRPO then trains on the whole multi-turn completion, with the
-feedback tokens masked out of the loss (`env_mask`), since the policy did not write them.
+gym gives a wrong answer its feedback and one more try), lets the policy answer again. The
+episode's reward is what the gym paid, summed over its steps; TRL's GRPO then trains on the
+whole multi-turn completion, with the feedback tokens masked out of the loss (`env_mask`),
+since the policy did not write them.
+
+Token in, token out: every observation carries the conversation so far with roles
+(`observation.messages`, docs/openenv.md). The first prompt's ids are the served messages in
+the model's chat template; after each answer, only the newest served message (the gym's
+feedback, in the gym's `feedback_role`) is rendered, with the next generation prompt, and its
+ids are appended to the ids the episode already has. The policy's earlier answers stay the
+tokens it sampled, never decoded and encoded again (which can give other ids), so the
+completion TRL trains on is exactly what the model saw and wrote.
 
 Why `rollout_func` and not TRL's `environment_factory`: the latter exposes an environment's
 methods as *tools* the model must call through its chat template's tool-calling format, and
@@ -39,7 +47,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 from gyms.openenv.client import GymClient
-from gyms.openenv.protocol import AnswerAction
+from gyms.openenv.protocol import MAX_MESSAGE_ANSWER_CHARS, AnswerAction, ChatMessage
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,28 +98,46 @@ def gym_tasks(url: str, count: int) -> list[dict]:
     rows = []
     with GymClient(base_url=url).sync() as env:
         for seed in range(count):
-            result = env.reset(seed=seed)
+            result = env.reset(seed=seed)  # the served conversation: the task's prompt as a user message
             rows.append({"task_id": result.observation.metadata["task_id"],
-                         "prompt": [{"role": "user", "content": result.observation.prompt}]})  # fmt: skip
+                         "prompt": [m.model_dump() for m in result.observation.messages]})  # fmt: skip
     return rows
 
 
-def feedback_ids(tokenizer, feedback: str, turn_ended: bool) -> list[int]:
-    """The tokens that close the policy's turn and open the next one with the gym's feedback.
+def message_ids(tokenizer, message: ChatMessage, turn_ended: bool) -> list[int]:
+    """The token ids that follow the policy's answer: the close of its turn, the served `message`
+    (the gym's feedback, in the gym's role) and the generation prompt of the next answer.
 
-    Rendered from the chat template on a stand-in conversation, so it follows whatever template
-    the model has: the text after the assistant's end-of-turn token, the feedback as a user
-    message, and the generation prompt of the next assistant turn."""
+    Only this message is rendered, on a stand-in conversation, so it follows whatever chat
+    template the model has; the caller appends the ids to the ones the episode already has. A
+    role the template cannot render (`tool` in a template without one) is rendered as `user`."""
     eos = tokenizer.eos_token
     convo = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
     before = tokenizer.apply_chat_template(convo, tokenize=False)
-    after = tokenizer.apply_chat_template(convo + [{"role": "user", "content": feedback}],
-                                          add_generation_prompt=True, tokenize=False)  # fmt: skip
+    role = message.role
+    try:
+        after = tokenizer.apply_chat_template(convo + [{"role": role, "content": message.content}],
+                                              add_generation_prompt=True, tokenize=False)  # fmt: skip
+    except Exception:  # the template refuses the role (jinja raises)
+        after = ""
+    if message.content not in after[len(before):]:
+        after = tokenizer.apply_chat_template(convo + [{"role": "user", "content": message.content}],
+                                              add_generation_prompt=True, tokenize=False)  # fmt: skip
     assert after.startswith(before) and eos in before, "chat template does not render turns by appending"
     text = before[before.rindex(eos) + len(eos):] + after[len(before):]
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     # A turn cut off at max_completion_length has no end-of-turn token yet: close it here.
     return ids if turn_ended else [tokenizer.eos_token_id, *ids]
+
+
+def check_served(messages: list[ChatMessage], answers: list[str], feedback_role: str) -> None:
+    """The served conversation is this episode's: the prompt, then each answer as sent (cut at the
+    server's cap) and its feedback in the gym's role. The ids come from this client's own record;
+    the served messages only bring the newest message."""
+    assert len(messages) == 2 * len(answers) + 1, f"{len(messages)} served messages after {len(answers)} answers"
+    for answer, sent, feedback in zip(answers, messages[1::2], messages[2::2]):
+        assert (sent.role, sent.content) == ("assistant", answer[:MAX_MESSAGE_ANSWER_CHARS]), "not the answer sent"
+        assert feedback.role == feedback_role, f"feedback as {feedback.role!r}, not {feedback_role!r}"
 
 
 def make_rollout_func(url: str, task_of_prompt: dict[str, str]):
@@ -125,8 +151,9 @@ def make_rollout_func(url: str, task_of_prompt: dict[str, str]):
             # One WebSocket session per episode: the session holds the episode's state (task, turn).
             with GymClient(base_url=url).sync() as env:
                 result = env.reset(task_id=task_id)
-                messages = [{"role": "user", "content": result.observation.prompt}]
-                prompt_ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)["input_ids"]
+                # The first prompt: the served conversation (the task's prompt) in the chat template.
+                served = [m.model_dump() for m in result.observation.messages]
+                prompt_ids = tokenizer.apply_chat_template(served, add_generation_prompt=True)["input_ids"]
                 context, completion, mask, reward, outcomes, answers = list(prompt_ids), [], [], 0.0, [], []
                 while True:
                     with torch.no_grad():
@@ -144,11 +171,13 @@ def make_rollout_func(url: str, task_of_prompt: dict[str, str]):
                     result = env.step(AnswerAction(answer=answers[-1]))
                     reward += result.reward or 0.0
                     outcomes.append(result.observation.metadata.get("outcome"))
+                    check_served(result.observation.messages, answers, result.observation.feedback_role)
                     if result.done:
                         break
-                    # Not done: the gym's feedback is the next user turn. The policy did not write
-                    # these tokens, so env_mask=0 keeps them out of the loss (they stay as context).
-                    fed = feedback_ids(tokenizer, result.observation.prompt, turn_ended)
+                    # Not done: the newest served message, the gym's feedback, opens the next turn:
+                    # rendered alone and appended to the ids already here (token in, token out). The
+                    # policy did not write these tokens, so env_mask=0 keeps them out of the loss.
+                    fed = message_ids(tokenizer, result.observation.messages[-1], turn_ended)
                     completion += fed
                     mask += [0] * len(fed)
                     context += fed

@@ -23,6 +23,11 @@ feedback come from the observation's `prompt_field` (default `prompt`). A step p
 server's metadata says `outcome: pass` (as `harness serve` does) or, lacking an outcome, when
 the reward reaches `pass_reward`. A server that cannot be reached, times out, or answers
 outside that schema makes the step an `error` with the reason: never a hang, never a reward.
+
+An observation that carries the conversation (`messages`, as `harness serve` sends, or the field
+`messages_field` names) has it checked, and the gym's feedback role is the one the server says:
+the reset's `feedback_role`, else `-o feedback_role=`, else user; each later feedback message
+must come in that role, since the trainer renders the feedback in the gym's role.
 """
 
 from __future__ import annotations
@@ -43,6 +48,12 @@ from typing import Any
 from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
 from gyms.options import Options
 
+# The roles a foreign conversation may hold: heavygym's (trainer/types.py) and a system message,
+# which an environment may open with; and the roles its feedback may take (`Gym.feedback_role`).
+# As gyms/openenv/protocol.py's, which imports OpenEnv: this module imports it only when used.
+_ROLES = ("system", "user", "assistant", "tool")
+_FEEDBACK_ROLES = ("user", "tool")
+
 _OPTIONS = Options("openenv")
 _EXPECTS = ("pass", "fail", "timeout")
 _CONNECT_TIMEOUT_S = 5.0
@@ -59,6 +70,8 @@ class Remote:
     prompt_field: str
     pass_reward: float
     timeout_s: float
+    messages_field: str = ""  # the observation's conversation; "": `messages` where the server sends one
+    feedback_role: str = "user"  # the role each feedback message must have
 
 
 class RemoteError(Exception):
@@ -85,6 +98,34 @@ def _prompt(remote: Remote, observation: Any) -> str:
         raise RemoteError(f"the observation has no text field {remote.prompt_field!r} (its fields: {fields}); "
                           "name the right one with -o prompt_field=")  # fmt: skip
     return text
+
+
+def _conversation(remote: Remote, observation: Mapping[str, Any]) -> list[dict[str, str]] | None:
+    """The observation's conversation, checked (None where it carries none and none was asked for)."""
+    field = remote.messages_field or "messages"
+    if field not in observation:
+        if remote.messages_field:
+            fields = ", ".join(sorted(k for k in observation if k != "metadata")) or "none"
+            raise RemoteError(f"the observation has no field {field!r} (messages_field; its fields: {fields}); "
+                              "name the one that holds the conversation with -o messages_field=")  # fmt: skip
+        return None
+    from gyms.openenv.protocol import MalformedObservation, read_conversation
+
+    try:
+        return read_conversation(observation[field], field, _ROLES, exact=False)
+    except MalformedObservation as exc:
+        raise RemoteError(f"{exc}: a conversation is a list of {{\"role\", \"content\"}} objects with a role of "
+                          f"{', '.join(_ROLES)}; name the field that holds one with -o messages_field=") from None  # fmt: skip
+
+
+def _said_feedback_role(observation: Mapping[str, Any]) -> str | None:
+    """The feedback role the observation names (`harness serve` sends `feedback_role`), if any."""
+    if "feedback_role" not in observation:
+        return None
+    role = observation["feedback_role"]
+    if role not in _FEEDBACK_ROLES:
+        raise RemoteError(f"the observation's feedback_role is {str(role)[:40]!r}, not one of {', '.join(_FEEDBACK_ROLES)}")
+    return str(role)
 
 
 # The sessions of the episodes this worker process runs, by episode key.
@@ -136,6 +177,7 @@ class OpenEnvEpisode(Episode):
 
     def _verdict(self, result: Any) -> Verdict:
         feedback = _prompt(self.remote, result.observation)
+        self._check_feedback_role(result.observation, result.done)
         metadata = result.metadata if isinstance(result.metadata, Mapping) else {}
         reward = result.reward if result.reward is not None else 0.0
         if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not 0.0 <= reward <= 1.0:
@@ -154,6 +196,21 @@ class OpenEnvEpisode(Episode):
         reward = {"pass": 1.0, "error": 0.0}.get(outcome, float(reward))
         return Verdict(reward, Outcome(outcome), feedback, info)
 
+    def _check_feedback_role(self, observation: Mapping[str, Any], done: bool) -> None:
+        """The feedback message comes in the role the gym took at start-up: the trainer renders the
+        feedback in the gym's role, so another one would put words in the wrong mouth."""
+        role = self.remote.feedback_role
+        said = _said_feedback_role(observation)
+        if said is not None and said != role:
+            raise RemoteError(f"the observation's feedback_role is {said!r}, but its reset said {role!r}: "
+                              "the feedback role must stay the same through a run")  # fmt: skip
+        conversation = _conversation(self.remote, observation)
+        if conversation and not done and conversation[-1]["role"] != role:
+            field = self.remote.messages_field or "messages"
+            raise RemoteError(f"the feedback (the last message of {field}) is a {conversation[-1]['role']!r} "
+                              f"message, not {role!r} as the gym took at start-up (the reset's feedback_role, else "
+                              f"-o feedback_role=, else user): give -o feedback_role={conversation[-1]['role']}")  # fmt: skip
+
     def _end(self) -> None:
         client = _sessions.pop(self.key, None)
         if client is not None:
@@ -166,8 +223,13 @@ class OpenEnvEpisode(Episode):
 class OpenEnvGym(Gym):
     """Options: `url` (the server) or `app` (an installed environment's ASGI app, MODULE:ATTRIBUTE,
     served here on a loopback port while the gym lives), `tasks` (a JSONL file) or `size` (seeds 0..size-1; default
-    16), `action_field`, `prompt_field` (default prompt), `max_turns` (default: the reset's
-    `max_turns` metadata, else 1), `step_timeout_s` (default 60), `pass_reward` (default 1)."""
+    16), `action_field`, `prompt_field` (default prompt), `messages_field` (the observation's
+    conversation; default `messages`, where there is one), `feedback_role` (user or tool, where
+    the server does not say; default user), `max_turns` (default: the reset's `max_turns`
+    metadata, else 1), `step_timeout_s` (default 60), `pass_reward` (default 1).
+
+    `feedback_role` is this instance's: the one the server's resets name (`harness serve` sends
+    the served gym's), read by `tasks()`."""
 
     name = "openenv"
     version = "0.1.0"
@@ -181,6 +243,8 @@ class OpenEnvGym(Gym):
         size: int | str = 16,
         action_field: str = "",
         prompt_field: str = "prompt",
+        messages_field: str = "",
+        feedback_role: str = "",
         max_turns: int | str = 0,
         step_timeout_s: float | str = 60.0,
         pass_reward: float | str = 1.0,
@@ -199,6 +263,9 @@ class OpenEnvGym(Gym):
         self.size = _OPTIONS.whole("size", size, 1)
         self._action_field = action_field
         self.prompt_field = prompt_field
+        self.messages_field = messages_field
+        self._feedback_role = _OPTIONS.choice("feedback_role", feedback_role, _FEEDBACK_ROLES) if feedback_role else ""
+        self.feedback_role = self._feedback_role or "user"
         self._max_turns = _OPTIONS.whole("max_turns", max_turns, 0)
         self.step_timeout_s = _OPTIONS.seconds("step_timeout_s", step_timeout_s)
         try:
@@ -214,7 +281,7 @@ class OpenEnvGym(Gym):
     @property
     def remote(self) -> Remote:
         return Remote(self.url, self._action_field or "answer", self.prompt_field, self.pass_reward,
-                      self.step_timeout_s)  # fmt: skip
+                      self.step_timeout_s, self.messages_field, self.feedback_role)  # fmt: skip
 
     def tasks(self, split: str = "train") -> Sequence[Task]:
         if split != "train":
@@ -250,14 +317,18 @@ class OpenEnvGym(Gym):
             client = _client(self.remote)
         except (RemoteError, ConnectionError, OSError) as exc:
             raise ConnectionError(f"openenv server {self.url}: {exc}") from None
-        tasks = []
+        tasks, roles = [], {}
         try:
             for entry in entries:
                 try:
                     result = client.reset(**entry["reset"])
                     prompt = _prompt(self.remote, result.observation)
+                    _conversation(self.remote, result.observation)
+                    said = _said_feedback_role(result.observation)
                 except (RemoteError, RuntimeError, TimeoutError, OSError) as exc:
                     raise ValueError(f"openenv server {self.url}: reset {json.dumps(entry['reset'])}: {exc}") from None
+                if said is not None:
+                    roles.setdefault(said, entry["id"])
                 server_turns = (result.metadata or {}).get("max_turns")
                 if not self._max_turns and isinstance(server_turns, int) and server_turns > self.max_turns:
                     self.max_turns = server_turns
@@ -265,7 +336,21 @@ class OpenEnvGym(Gym):
                 self._candidates[entry["id"]] = entry["candidates"]
         finally:
             client.close()
+        self._take_feedback_role(roles)
         return tasks
+
+    def _take_feedback_role(self, said: Mapping[str, str]) -> None:
+        """The feedback role the resets named (each role with the first task that named it)."""
+        if len(said) > 1:
+            shown = ", ".join(f"{role!r} (task {task})" for role, task in said.items())
+            raise ValueError(f"openenv server {self.url}: its resets name different feedback roles, {shown}: "
+                             "a gym's feedback has one role")  # fmt: skip
+        if said:
+            [role] = said
+            if self._feedback_role and role != self._feedback_role:
+                raise ValueError(f"openenv gym option feedback_role={self._feedback_role!r}: the server {self.url} "
+                                 f"says its feedback role is {role!r}; leave the option out")  # fmt: skip
+            self.feedback_role = role
 
 
 def _serve_app(gym: OpenEnvGym) -> str:

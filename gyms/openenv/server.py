@@ -2,6 +2,8 @@
 
 Each session is one `GymEnvironment`: `reset` opens an episode of a task, each `step` runs one
 turn of it in the gym pool (worker processes, every check in the sandbox, as in training).
+Every observation carries the episode's conversation so far (`messages`, with roles) and the
+gym's `feedback_role`, so a client trainer can keep its token ids consistent (docs/openenv.md).
 A session lives only while a WebSocket connection holds it: the one that made it (`/ws`, the
 `/mcp` WebSocket), or the one that attached it (`/ws?session_id=...`) to a session made over
 HTTP (`POST /mcp`, `openenv/session/create`), which waits `ATTACH_GRACE_S` for its connection.
@@ -45,9 +47,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gyms.base import Episode, Gym, Task
 from gyms.openenv.protocol import (
+    FEEDBACK_ROLES,
     MAX_ANSWER_CHARS,
     MAX_ID_CHARS,
+    MAX_MESSAGE_ANSWER_CHARS,
     AnswerAction,
+    ChatMessage,
     GymObservation,
     GymState,
     ResetArguments,
@@ -111,6 +116,9 @@ class ServedGym:
         tasks = list(gym.tasks(split))
         if not tasks:
             raise ValueError(f"gym {gym.name} has no tasks in split {split!r}: nothing to serve")
+        if gym.feedback_role not in FEEDBACK_ROLES:
+            raise ValueError(f"gym {gym.name} says its feedback_role is {str(gym.feedback_role)[:40]!r}: a served "
+                             f"conversation's feedback is one of {', '.join(FEEDBACK_ROLES)} (gyms/base.py)")  # fmt: skip
         self.tasks = {t.id: t for t in tasks}
         self.order = sorted(tasks, key=lambda t: t.id)
         random.Random(seed).shuffle(self.order)
@@ -145,6 +153,7 @@ class GymEnvironment(Environment[AnswerAction, GymObservation, GymState]):
         self.served = served
         self._episode: Episode | None = None
         self._episode_id: str | None = None
+        self._messages: list[ChatMessage] = []  # the open episode's conversation so far
         self._steps = 0
         self._closed = False
 
@@ -153,7 +162,7 @@ class GymEnvironment(Environment[AnswerAction, GymObservation, GymState]):
         arguments = _read_reset({"seed": seed, "episode_id": episode_id, **others})
         task = self.served.task(arguments.task_id, arguments.seed)
         self._open(task, arguments.episode_id)
-        return GymObservation(prompt=task.prompt, metadata=self._bookkeeping())
+        return self._observation(task.prompt, metadata=self._bookkeeping())
 
     def step(self, action: AnswerAction, timeout_s: float | None = None, **_: Any) -> GymObservation:
         self._refuse_if_closed()
@@ -173,6 +182,8 @@ class GymEnvironment(Environment[AnswerAction, GymObservation, GymState]):
         self._episode = call.episode
         self._steps += 1
         result = call.result
+        self._messages += [ChatMessage(role="assistant", content=action.answer[:MAX_MESSAGE_ANSWER_CHARS]),
+                           ChatMessage(role=self.served.gym.feedback_role, content=result.observation)]  # fmt: skip
         if result.done:
             call.episode.close()
         metadata = {
@@ -184,7 +195,7 @@ class GymEnvironment(Environment[AnswerAction, GymObservation, GymState]):
             "queue_wait_s": call.queue_wait_s,
             "info": _json_safe(result.info),
         }
-        return GymObservation(prompt=result.observation, reward=result.reward, done=result.done, metadata=metadata)
+        return self._observation(result.observation, reward=result.reward, done=result.done, metadata=metadata)
 
     @property
     def state(self) -> GymState:
@@ -230,7 +241,13 @@ class GymEnvironment(Environment[AnswerAction, GymObservation, GymState]):
         self._episode = self.served.gym.open(task)
         self._episode_id = episode_id
         self._steps = 0
+        self._messages = [ChatMessage(role="user", content=task.prompt)]
         return self._episode
+
+    def _observation(self, prompt: str, **fields: Any) -> GymObservation:
+        """What the model reads next, with the conversation so far (a copy: the session's grows on)."""
+        return GymObservation(prompt=prompt, messages=list(self._messages), feedback_role=self.served.gym.feedback_role,
+                              **fields)  # fmt: skip
 
     def _bookkeeping(self) -> dict[str, Any]:
         episode = self._episode
