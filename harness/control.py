@@ -51,6 +51,7 @@ class InstantGym(Gym):
     def __init__(self, of: str, **options: Any) -> None:
         self.inner = make(of, **options)
         self.max_turns = self.inner.max_turns
+        self.feedback_role = self.inner.feedback_role  # the control's conversations as the gym's
         self.step_timeout_s = self.inner.step_timeout_s
         self._passing: dict[str, frozenset[bytes]] = {}
 

@@ -98,6 +98,7 @@ def test_instant_gym_labels_answers_as_the_candidates_are_labelled():
     assert gym.open(task).step(bad.action).outcome.value == "fail"
     assert gym.open(task).step("an answer that is no candidate").outcome.value == "fail"
     assert gym.describe()["gym"] == "instant control of math" and PATH == "harness.control:InstantGym"
+    assert gym.feedback_role == "user" and InstantGym("toy_gyms:ToolFeedbackGym").feedback_role == "tool"
 
 
 def test_without_paths_keeps_names_and_urls():
