@@ -42,8 +42,9 @@ class Stages:
         return self.prefill_s_per_token * prefill_tokens(prompt, self.prompt_tokens)
 
     def train_s(self, turns: int, feedback_tokens: float) -> float:
-        """Training one trajectory of `turns` turns (its one sequence), on one trainer, beyond the step's fixed cost."""
-        return self.train_s_per_token * sequence_tokens(turns, self.prompt_tokens, self.response_tokens, feedback_tokens)
+        """Training a trajectory of `turns` turns (its one sequence) on one trainer, beyond the step's fixed cost."""
+        tokens = sequence_tokens(turns, self.prompt_tokens, self.response_tokens, feedback_tokens)
+        return self.train_s_per_token * tokens
 
 
 def from_profile(profile: HardwareProfile) -> Stages:

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import math
 
-# Why 4: BPE vocabularies of current models (Qwen, Llama) average about 4 characters of English or code per token.
+# Why 4: the BPE vocabularies of current models (Qwen, Llama) average about 4 characters of English or code a token.
 CHARS_PER_TOKEN = 4
-# Why 9: a ChatML template wraps a message and opens the next answer in 9 tokens after the previous
-# answer's end-of-sequence: "\n", "<|im_start|>", the role, "\n", ..., "<|im_end|>", "\n", "<|im_start|>", "assistant", "\n".
+# Why 9: ChatML wraps a message, opens the next answer: \n<|im_start|>ROLE\n ... <|im_end|>\n<|im_start|>assistant\n
 TEMPLATE_TOKENS = 9
 
 
