@@ -1,8 +1,8 @@
 """Cost cards: what one gym step costs, as the simulator and the planner need it.
 
 A card holds the service-time distribution of one gym step (equally likely values), the turns an
-episode takes, timeout and error rates, CPU seconds and peak memory per call, and the gym's
-tool versions. Cards come from two places:
+episode takes, the tokens a turn's feedback adds to the next prompt, timeout and error rates, CPU
+seconds and peak memory per call, and the gym's tool versions. Cards come from two places:
 
 * `harness.gymcost.measure` (`harness gyms card NAME`): every replay candidate of each
   task through a GymPool, weighted to the replay policy's action mix.
@@ -44,6 +44,11 @@ class CostCard:
     # A worker's first calls also start its checker (seconds, for Lean): paid once per worker,
     # so warm-up calls are kept out of service_s, which the simulator draws every call from.
     warmup_max_s: float | None = None
+    # The mean estimated tokens (trainer/rules/context.py) of the feedback on a turn after which the
+    # episode goes on: what each turn adds to the next prompt beside its response. A card written
+    # before this field, or one from a run recorded before its gym_step spans carried the estimate,
+    # reads 0: its prompts grow by the responses alone, short by the feedback (docs/simulate.md).
+    feedback_tokens: float = 0.0
 
     @property
     def mean_turns(self) -> float:
@@ -56,6 +61,7 @@ class CostCard:
             "timeout_rate": self.timeout_rate, "workers": self.workers, "calls": self.calls,
             "cpu_s_per_call": self.cpu_s_per_call, "peak_rss_mb": self.peak_rss_mb,
             "by_expect": {k: d.to_json() for k, d in self.by_expect.items()}, "warmup_max_s": self.warmup_max_s,
+            "feedback_tokens": self.feedback_tokens,
         }  # fmt: skip
 
     @classmethod
@@ -70,7 +76,7 @@ class CostCard:
             calls=int(data["calls"]), cpu_s_per_call=data.get("cpu_s_per_call"),
             peak_rss_mb=data.get("peak_rss_mb"),
             by_expect={k: Distribution.from_json(d) for k, d in data.get("by_expect", {}).items()},
-            warmup_max_s=data.get("warmup_max_s"),
+            warmup_max_s=data.get("warmup_max_s"), feedback_tokens=float(data.get("feedback_tokens", 0.0)),
         )  # fmt: skip
 
 
@@ -118,7 +124,8 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
     """A card from a run's gym_step spans, every mode together, the warm-up step's apart.
     The spans say how long a step took, not why, so the timeout rate is unknown. Turns: the
     mean is measured (gym steps per trajectory that ran); the shape is the turn_pmf with the
-    gym's max_turns."""
+    gym's max_turns. Feedback tokens: the mean of those the spans of steps whose episode went
+    on carry (0 where none do: a single-turn run, or one recorded before the spans had them)."""
     warmup, rest = _warmup_calls(run)
     spans = warmup + rest
     if not rest:
@@ -134,7 +141,12 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
         error_rate=sum(a["errored"] for a in accounts) / len(spans), timeout_rate=None,
         workers=int(run.summary.gym_workers or 1), calls=len(spans),
         warmup_max_s=max((s.duration for s in warmup), default=None),
+        feedback_tokens=_mean([s.feedback_tokens for s in spans if s.feedback_tokens is not None]),
     )  # fmt: skip
+
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def _warmup_calls(run: Run) -> tuple[list[Span], list[Span]]:
@@ -214,7 +226,8 @@ def describe(card: CostCard) -> list[str]:
         f"p99 {s.p99:.3f}, max {s.max:.3f}",
         *(f"  {kind} candidates: mean {d.mean:.3f} s, p95 {d.p95:.3f}, max {d.max:.3f} ({d.count} calls)"
           for kind, d in card.by_expect.items()),  # fmt: skip
-        f"turns per episode: mean {card.mean_turns:.2f} ({', '.join(f'{p:.2f}' for p in card.turns)} for 1, 2, ...)",
+        f"turns per episode: mean {card.mean_turns:.2f} ({', '.join(f'{p:.2f}' for p in card.turns)} for 1, 2, ...); "
+        f"feedback adds {card.feedback_tokens:.0f} tokens (estimated) to the next turn's prompt",
         f"timeout rate {maybe(card.timeout_rate, '.1%')}, error rate {card.error_rate:.1%}, CPU "
         f"{maybe(card.cpu_s_per_call, '.3f')} s per call, peak memory {maybe(card.peak_rss_mb, '.0f')} MB, "
         f"longest warm-up call {maybe(card.warmup_max_s, '.2f')} s (checkers starting)",

@@ -4,7 +4,9 @@ Every replay candidate of each task (`Gym.candidates`, seeded by task id as the 
 seeds it) is stepped once through a GymPool, after a warm-up of one reference answer per
 worker. Service times are weighted to the replay policy's action mix (trainer/rules/answers.py),
 so the card predicts a benchmark run; CPU seconds and peak memory are read from /proc around the
-measured calls.
+measured calls. Each step whose episode would go on (a fail, with turns left) records its
+feedback's estimated tokens (trainer/rules/context.py), weighted the same way: what a turn adds
+to the next prompt beside its response.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from gyms.steps import StepCall
 from harness.costcard import CostCard, turn_pmf
 from harness.sim.distribution import Distribution
 from trainer.rules.answers import AnswerMix
+from trainer.rules.context import feedback_tokens
 
 
 def measure(
@@ -75,6 +78,7 @@ def measure(
     service = [c.service_s for c in calls]
     timed_out = [bool(c.result.info.get("timed_out")) or c.service_s >= gym.step_timeout_s for c in calls]
     errors = [c.result.outcome is Outcome.ERROR for c in calls]
+    going_on = [(feedback_tokens(c.result.observation), w) for c, w in zip(calls, weights) if not c.result.done]
     max_turns = max(1, gym.max_turns)
     turns = [sum(p) / len(end_chances) for p in zip(*(turn_pmf(e, max_turns) for e in end_chances))]
     by_expect = {
@@ -86,11 +90,18 @@ def measure(
         turns=tuple(turns), error_rate=_weighted(errors, weights), timeout_rate=_weighted(timed_out, weights),
         workers=pool_size, calls=len(calls), peak_rss_mb=peak_rss_mb, by_expect=by_expect,
         cpu_s_per_call=cpu_s / len(calls), warmup_max_s=max(c.service_s for c in warmup),
+        feedback_tokens=_weighted_mean(going_on),
     )  # fmt: skip
 
 
 def _weighted(flags: Sequence[bool], weights: Sequence[float]) -> float:
     return sum(w for f, w in zip(flags, weights) if f) / sum(weights)
+
+
+def _weighted_mean(pairs: Sequence[tuple[float, float]]) -> float:
+    """The mean of (value, weight) pairs; 0 where their weights are (no step's episode went on)."""
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total > 0 else 0.0
 
 
 def _descendants() -> list[tuple[int, list[str]]]:

@@ -89,9 +89,15 @@ class SizingRule:
 
 def sizing_rule(card: CostCard, stages: Stages, cluster: Cluster, batch: int, group: int) -> SizingRule:
     turns = batch * group * card.mean_turns
-    generate = (turns * stages.response_s.mean + batch * card.mean_turns * stages.generate_call_s) / cluster.engines
+    # Per episode, over the card's turns: the prefill of its growing prompt, and its one sequence's training
+    by_turns = list(enumerate(card.turns, 1))
+    feedback = card.feedback_tokens
+    prefill = sum(p * sum(stages.prefill_s(k, feedback) for k in range(1, n + 1)) for n, p in by_turns)
+    sequence = sum(p * stages.train_s(n, feedback) for n, p in by_turns)
+    generate = (turns * stages.response_s.mean + batch * group * prefill
+                + batch * card.mean_turns * stages.generate_call_s) / cluster.engines  # fmt: skip
     train = (stages.train_fixed_s.mean + stages.update_weights_s.mean
-             + stages.train_turn_s * turns * (1 - card.error_rate) / cluster.trainers)  # fmt: skip
+             + batch * group * sequence * (1 - card.error_rate) / cluster.trainers)  # fmt: skip
     step = generate + train if cluster.placement == "colocated" else max(generate, train)
     arrival = turns / step
     workers = max(1, math.ceil(HEADROOM * arrival * card.service_s.mean))

@@ -30,6 +30,9 @@ PATH`), `tasks` (how many synthetic tasks; default 64, the card does not record 
   gyms card` on a gym whose every task has a reference has exactly these; a card from a run has
   a shape fitted to its measured mean, which can differ (`describe()` gives both means), and a
   prediction to compare with such a run should use these turns.
+* Feedback: a fail's (or a hang's) message is padded with spaces to the card's `feedback_tokens`
+  by trainer/rules/context.py's estimate, so the replay policy's prompts grow each turn as on the
+  gym the card measured, and its engine charges their prefill at the profile's rate.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from typing import TYPE_CHECKING
 from gyms.base import Candidate, Episode, Gym, Outcome, Task, Verdict
 from gyms.options import Options
 from trainer.rules.answers import AnswerMix
+from trainer.rules.context import feedback_of
 
 if TYPE_CHECKING:
     from harness.costcard import CostCard
@@ -57,9 +61,10 @@ _Answers = Mapping[str, tuple[str, tuple[float, ...]]]  # action -> (its kind, i
 
 
 class ReplayLatencyEpisode(Episode):
-    def __init__(self, task: Task, max_turns: int, answers: _Answers) -> None:
+    def __init__(self, task: Task, max_turns: int, answers: _Answers, feedback_tokens: float = 0.0) -> None:
         super().__init__(task, max_turns)
         self.answers = answers  # its task's, a few KB: the worker needs no card
+        self.feedback_tokens = feedback_tokens  # the card's: what a fail's message is padded to
 
     def evaluate(self, action: str) -> Verdict:
         known = self.answers.get(action)
@@ -72,9 +77,10 @@ class ReplayLatencyEpisode(Episode):
         if kind == "pass":
             return Verdict(1.0, Outcome.PASS, f"pass (emulated: {delay:.3f} s, a pass's time on the card)", info)
         if kind == "timeout":
-            return Verdict(0.0, Outcome.FAIL, f"stopped at the time limit (emulated: {delay:.3f} s, a hang's time "
-                           "on the card)", {**info, "timed_out": True})  # fmt: skip
-        return Verdict(0.0, Outcome.FAIL, f"fail (emulated: {delay:.3f} s, a step's time on the card)", info)
+            message = f"stopped at the time limit (emulated: {delay:.3f} s, a hang's time on the card)"
+            return Verdict(0.0, Outcome.FAIL, feedback_of(message, self.feedback_tokens), {**info, "timed_out": True})
+        message = f"fail (emulated: {delay:.3f} s, a step's time on the card)"
+        return Verdict(0.0, Outcome.FAIL, feedback_of(message, self.feedback_tokens), info)
 
 
 class ReplayLatencyGym(Gym):
@@ -119,7 +125,7 @@ class ReplayLatencyGym(Gym):
                 c.action: (c.expect, tuple(self._delay(task, c, turn) for turn in range(1, self.max_turns + 1)))
                 for c in self.candidates(task, random.Random(task.id))
             }  # fmt: skip
-        return ReplayLatencyEpisode(task, self.max_turns, self._answers[task.id])
+        return ReplayLatencyEpisode(task, self.max_turns, self._answers[task.id], self.card.feedback_tokens)
 
     def _delay(self, task: Task, candidate: Candidate, turn: int) -> float:
         """One of the card's equally likely values for this answer at this turn, by a hash of
@@ -135,6 +141,7 @@ class ReplayLatencyGym(Gym):
             "delays": "per kind (by_expect)" if self.card.by_expect else "one distribution (service_s)",
             "card_mean_step_s": f"{self.card.service_s.mean:.4f}", "card_mean_turns": f"{self.card.mean_turns:.3f}",
             "replay_mean_turns": f"{sum((t + 1) * p for t, p in enumerate(self.turns)):.3f}",
+            "feedback_tokens": f"{self.card.feedback_tokens:.0f}",
         }  # fmt: skip
 
 

@@ -259,7 +259,8 @@ def _spans(file: Path) -> dict[str, list[Span]]:
         try:
             d = json.loads(line)
             version = d["version"] if "version" in d else d["step"]  # "step" in runs before schema 2
-            span = Span(str(d["resource"]), str(d["kind"]), float(d["start"]), float(d["end"]), int(version))
+            span = Span(str(d["resource"]), str(d["kind"]), float(d["start"]), float(d["end"]), int(version),
+                        feedback_tokens=None if d.get("feedback_tokens") is None else int(d["feedback_tokens"]))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise RunDirError(f"{file}:{n}: not a span ({exc})") from None
         spans.setdefault(str(d["mode"]), []).append(span)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from gyms import Task
-from trainer.policies.profiles import HardwareProfile
+from trainer.policies.profiles import PREFILL_SHARE, HardwareProfile
 from trainer.policies.model_policy import ModelPolicy
 from trainer.types import Group, Request, Trajectory, Turn
 
@@ -86,6 +86,8 @@ def calibrate(
             f"{gen_tokens:.0f} tokens ({gen_tokens / max(gen_s, 1e-9):.0f} tokens/s), actor_train "
             f"{train_s:.3f} s for {train_tokens:.0f} tokens ({train_tokens / max(train_s, 1e-9):.0f} tokens/s), "
             f"update_weights {', '.join(f'{u:.3f}' for u in updates)} s",
+            "prefill": f"not calibrated: every prompt here is a first turn's, so prefill is {PREFILL_SHARE} x the "
+            "measured generate_s_per_token (HardwareProfile's default), charged only to later turns' prompt growth",
             "policy": ", ".join(f"{k} {v}" for k, v in described.items()),
         },
     )

@@ -34,6 +34,7 @@ from gyms.steps import StepCall
 from trainer.buffer import ReadyBuffer, Stopped
 from trainer.losses import group_advantages
 from trainer.policies.base import Policy
+from trainer.rules.context import feedback_tokens
 from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
 from trainer.types import Generation, Group, Message, Request, Trajectory, Turn
@@ -144,8 +145,9 @@ class Rollout:
             traj.gym_s += call.finished_at - call.started_at
             at = self.timeline.at
             self.timeline.add("gym-queue", "gym_queue", at(call.submitted_at), at(call.started_at), version, **where)
+            grows = None if result.done else feedback_tokens(result.observation)  # the next prompt's growth
             self.timeline.add(f"gym-{call.worker}", "gym_step", at(call.started_at), at(call.finished_at), version,
-                              **where)  # fmt: skip
+                              **where, feedback_tokens=grows)  # fmt: skip
             if result.done:  # closed by the pool's worker, where its files are
                 return
             request = request.then(gen, Message(role, result.observation))

@@ -5,7 +5,10 @@ not apply), which the wait attribution (trainer/attribution.py) follows: `genera
 episode's request, from asking to its answer), `gym_queue` (an answer waiting for a free gym
 worker, from submit to start) and `gym_step` name group, sample and turn, and `group` runs from
 a group's start to its put into the ready buffer. `generate` is one engine call, which may
-serve requests of several groups, so it names none. timeline.jsonl leaves out the fields that are None, so spans without them
+serve requests of several groups, so it names none. A `gym_step` whose episode goes on also
+carries `feedback_tokens`: the estimated tokens its feedback adds to the next turn's prompt
+(trainer/rules/context.py), which a cost card from the run records (harness/costcard.py).
+timeline.jsonl leaves out the fields that are None, so spans without them
 read as before, and files written before these fields existed read the same way.
 """
 
@@ -32,6 +35,7 @@ class Span:
     group: int | None = None  # the rollout group (its id in the run)
     sample: int | None = None  # the sample within the group
     turn: int | None = None  # the episode turn, from 1
+    feedback_tokens: int | None = None  # gym_step: its feedback's estimated tokens, where the episode goes on
 
     @property
     def duration(self) -> float:
@@ -54,9 +58,10 @@ class Timeline:
     def add(
         self, resource: str, kind: str, start: float, end: float, version: int,
         *, group: int | None = None, sample: int | None = None, turn: int | None = None,
+        feedback_tokens: int | None = None,
     ) -> None:  # fmt: skip
         with self._lock:
-            self.spans.append(Span(resource, kind, start, end, version, group, sample, turn))
+            self.spans.append(Span(resource, kind, start, end, version, group, sample, turn, feedback_tokens))
 
     @contextmanager
     def span(

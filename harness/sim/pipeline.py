@@ -9,9 +9,12 @@
   or ends; the group completes when its last episode ends. No round barrier.
 * Each engine batches continuously, by the replay policy's rule (trainer/rules/batching.py;
   sim/engine.py keeps its clock). A group's requests go to engine (group number mod engines);
-  the real trainer has one.
+  the real trainer has one. A request's time is a drawn response time plus its turn's prefill
+  beyond the first prompt, the prompt growing by the mean response and the card's feedback
+  tokens each turn (trainer/rules/context.py, through `Stages.prefill_s`).
 * The trainer takes groups in completion order, drops those staler than max_staleness (they
-  count as wasted for admission), trains on batch_groups groups, publishes the next version.
+  count as wasted for admission), trains on batch_groups groups (one sequence per trajectory,
+  as long as its turns made it: `Stages.train_s`), publishes the next version.
 * Placement, as the replay policy's: `disaggregated` (the default) trains on accelerators of
   its own; `colocated` has one accelerator pool (one engine, one trainer) that engine calls
   and training steps take in turn, in the order they ask for it.
@@ -85,23 +88,24 @@ class SimConfig:
 
 
 class _Group:
-    __slots__ = ("version", "open", "trainable", "errored", "turns")
+    __slots__ = ("version", "open", "trainable", "errored", "train_s")
 
-    def __init__(self, version: int, open_: int, trainable: int, errored: int, turns: int) -> None:
+    def __init__(self, version: int, open_: int, trainable: int, errored: int, train_s: float) -> None:
         self.version = version
         self.open = open_  # episodes not yet ended
         self.trainable = trainable
         self.errored = errored
-        self.turns = turns  # turns of the trainable trajectories
+        self.train_s = train_s  # training its trainable trajectories' sequences, on one trainer
 
 
 class _Episode:
-    __slots__ = ("group", "engine", "calls")
+    __slots__ = ("group", "engine", "calls", "turn")
 
     def __init__(self, group: _Group, engine: BatchingEngine[_Episode], calls: int) -> None:
         self.group = group
         self.engine = engine  # its group's
         self.calls = calls  # gym calls left: drawn turns, cut short at an infrastructure error
+        self.turn = 1  # the turn it asks for next
 
 
 def simulate(card: CostCard, stages: Stages, config: SimConfig) -> RunResult:
@@ -120,6 +124,10 @@ class _Simulation:
         self.train_fixed = stages.train_fixed_s.stream(rngs[2])
         self.update = stages.update_weights_s.stream(rngs[3])
         self.turns = _choices(card.turns, rngs[4])
+        # By turn (index turn - 1): a request's prefill, and training a trajectory of that many turns
+        turns = range(1, len(card.turns) + 1)
+        self.prefill_s = [stages.prefill_s(t, card.feedback_tokens) for t in turns]
+        self.trajectory_train_s = [stages.train_s(t, card.feedback_tokens) for t in turns]
         self.chance = _uniforms(rngs[5])
         self.gym = Servers(config.gym_workers)
         self.engines = [BatchingEngine[_Episode](stages.generate_call_s) for _ in range(config.engines)]
@@ -146,6 +154,7 @@ class _Simulation:
                 episode = payload
                 episode.calls -= 1
                 if episode.calls:
+                    episode.turn += 1
                     ask(now, episode)
                 else:
                     group = episode.group
@@ -167,7 +176,7 @@ class _Simulation:
     def _ask(self, now: float, episode: _Episode) -> None:
         """An episode asks for its next turn; an idle engine starts a call for it at once."""
         engine = episode.engine
-        engine.ask(episode, next(self.response))
+        engine.ask(episode, next(self.response) + self.prefill_s[episode.turn - 1])
         if engine.batch is None and now >= self.accelerator_free:
             heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
 
@@ -189,14 +198,15 @@ class _Simulation:
         """A group at the trainer's version, and the gym calls each of its episodes makes."""
         size = self.config.group_size
         calls = list(islice(self.turns, size))
-        trainable_turns, errored = sum(calls), 0
+        trained = list(calls)  # the turns of each trainable trajectory
         if self.card.error_rate:
             for i, turns in enumerate(calls):
                 if (fault := self._fault(turns)) is not None:
                     calls[i] = fault  # an infrastructure error ends the episode there
-                    trainable_turns -= turns
-                    errored += 1
-        return _Group(self.version, size, size - errored, errored, trainable_turns), calls
+                    trained.remove(turns)
+        train_s = sum(self.trajectory_train_s[turns - 1] for turns in trained)
+        errored = size - len(trained)
+        return _Group(self.version, size, size - errored, errored, train_s), calls
 
     def _fault(self, turns: int) -> int | None:
         """The call (1-based) at which an episode of `turns` turns ends in an error, if any."""
@@ -236,8 +246,7 @@ class _Simulation:
         self.depth_series.append((now, len(self.ready)))
         trajectories = sum(g.trainable for g in batch)
         self.books = self.books.trained((self.version - g.version, g.trainable) for g in batch)
-        turns = sum(g.turns for g in batch)
-        actor_train = next(self.train_fixed) + self.stages.train_turn_s * turns / config.trainers
+        actor_train = next(self.train_fixed) + sum(g.train_s for g in batch) / config.trainers
         update = next(self.update)
         start = now
         if config.placement == "colocated":  # after the engine calls that hold accelerators, if any do

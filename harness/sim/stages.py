@@ -2,9 +2,14 @@
 
 From a hardware profile, the stages follow the replay policy: a response of mean x U(0.5, 1.5)
 tokens (trainer/rules/answers.py), an engine call = call cost + per-token time x the response
-tokens of its batch (trainer/rules/batching.py), and actor_train = fixed + per-token time x
-(prompt + mean response) tokens for every trained turn.
-From a run, they are that run's own span durations (see `from_run`).
+tokens of its batch (trainer/rules/batching.py) + the prefill of each request's prompt beyond
+the first turn's, and actor_train = fixed + per-token time x the one sequence of every trained
+trajectory (its last turn's prompt and response). A turn's prompt is the first prompt grown by
+each turn before it: the mean response and the card's mean feedback tokens, by
+trainer/rules/context.py (`prefill_s`, `train_s`): the costs are linear in tokens, so means
+charge what the replay policy's drawn lengths charge on average.
+From a run, they are that run's own span durations (see `from_run`), whose generate and
+actor_train spans already hold what its growing prompts cost.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from harness.rundir import Run
 from harness.sim.distribution import Distribution
 from trainer.policies.profiles import HardwareProfile
 from trainer.rules.answers import RESPONSE_SPREAD
+from trainer.rules.context import prefill_tokens, prompt_tokens_at, sequence_tokens
 
 
 @dataclass(frozen=True)
@@ -23,8 +29,22 @@ class Stages:
     generate_call_s: float  # per generation call, whatever its size
     response_s: Distribution  # per generated response; a call takes the sum over its requests
     train_fixed_s: Distribution  # per optimizer step
-    train_turn_s: float  # per trained turn (its prompt and response tokens), on one trainer
+    train_s_per_token: float  # per token of a trained trajectory's one sequence, on one trainer
     update_weights_s: Distribution
+    # The growing conversation (trainer/rules/context.py), from a profile; 0 from a run's spans
+    prompt_tokens: int = 0  # an episode's first prompt
+    response_tokens: float = 0.0  # a response's mean length, which the next turn's prompt adds
+    prefill_s_per_token: float = 0.0  # per prompt token beyond the first prompt
+
+    def prefill_s(self, turn: int, feedback_tokens: float) -> float:
+        """Turn `turn`'s (1-based) prefill beyond the first prompt's, in its engine call."""
+        prompt = prompt_tokens_at(turn, self.prompt_tokens, self.response_tokens, feedback_tokens)
+        return self.prefill_s_per_token * prefill_tokens(prompt, self.prompt_tokens)
+
+    def train_s(self, turns: int, feedback_tokens: float) -> float:
+        """Training a trajectory of `turns` turns (its one sequence) on one trainer, beyond the step's fixed cost."""
+        tokens = sequence_tokens(turns, self.prompt_tokens, self.response_tokens, feedback_tokens)
+        return self.train_s_per_token * tokens
 
 
 def from_profile(profile: HardwareProfile) -> Stages:
@@ -36,8 +56,11 @@ def from_profile(profile: HardwareProfile) -> Stages:
         generate_call_s=profile.generate_call_s,
         response_s=Distribution.uniform(low * mean * per_token, high * mean * per_token),
         train_fixed_s=Distribution.constant(profile.train_step_s),
-        train_turn_s=profile.train_s_per_token * (profile.prompt_tokens + mean),
+        train_s_per_token=profile.train_s_per_token,
         update_weights_s=Distribution.constant(profile.update_weights_s),
+        prompt_tokens=profile.prompt_tokens,
+        response_tokens=mean,
+        prefill_s_per_token=profile.prefill_s_per_token or 0.0,
     )
 
 
@@ -70,6 +93,6 @@ def from_run(run: Run) -> Stages:
         generate_call_s=call_s,
         response_s=Distribution.uniform(low * per_response, high * per_response),
         train_fixed_s=Distribution.of(durations("actor_train")),
-        train_turn_s=0.0,
+        train_s_per_token=0.0,
         update_weights_s=Distribution.of(durations("update_weights")),
     )

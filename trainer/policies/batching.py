@@ -1,6 +1,7 @@
 """One emulated rollout engine with continuous batching, for the replay policy.
 
-Callers on any thread hand in a request's response tokens and block until the engine call
+Callers on any thread hand in a request's seconds (its response tokens' time and its prompt's
+prefill beyond the first turn's, `HardwareProfile.request_s`) and block until the engine call
 that served it ends. Which requests share a call is trainer/rules/batching.py's rule, which the
 simulator follows too. The caller that finds the engine idle runs the next call for everyone:
 it first holds the accelerator (colocated: training may hold it meanwhile, and requests keep
@@ -19,7 +20,7 @@ from trainer.rules.batching import next_call
 
 @dataclass
 class _Request:
-    tokens: int
+    seconds: float
     version: int
     served: bool = False
     failed: BaseException | None = None  # what ended the call that took this request, if it raised
@@ -29,17 +30,17 @@ class BatchingEngine:
     def __init__(
         self,
         hold: Callable[[], contextlib.AbstractContextManager[Any]],
-        call: Callable[[int, int], None],
+        call: Callable[[float, int], None],
     ) -> None:
         self._hold = hold  # what an engine call holds around it: the accelerator
-        self._call = call  # runs one engine call: (the batch's response tokens, its newest version)
+        self._call = call  # runs one engine call: (its requests' seconds, summed; its newest version)
         self._cond = threading.Condition()
         self._waiting: list[_Request] = []
         self._busy = False
 
-    def serve(self, tokens: int, version: int) -> None:
-        """Return once an engine call has generated `tokens` response tokens for this request."""
-        mine = _Request(tokens, version)
+    def serve(self, seconds: float, version: int) -> None:
+        """Return once an engine call has served this request, whose share of the call is `seconds`."""
+        mine = _Request(seconds, version)
         with self._cond:
             self._waiting.append(mine)
             while self._busy and not mine.served:
@@ -55,7 +56,7 @@ class BatchingEngine:
             with self._hold():
                 with self._cond:
                     batch, self._waiting = next_call(self._waiting)
-                self._call(sum(r.tokens for r in batch), max(r.version for r in batch))
+                self._call(sum(r.seconds for r in batch), max(r.version for r in batch))
         except BaseException as exc:
             failed = exc  # every request of the batch is answered with it, not as if generated
             raise

@@ -8,8 +8,13 @@ Reports label these stages "emulated" and name the profile.
 
 Model of a stage (throughput-based: the engine is assumed busy with a full batch):
     generate       = generate_call_s + generate_s_per_token * response tokens
+                     + prefill_s_per_token * prompt tokens beyond the first turn's
     actor_train    = train_step_s    + train_s_per_token    * (prompt + response) tokens
     update_weights = update_weights_s
+A multi-turn episode's prompt grows by each turn's response and feedback (trainer/rules/context.py);
+the figures were measured on first-turn prompts (`prompt_tokens`), whose prefill is inside them,
+so only the growth beyond that prompt is charged prefill, and training counts one sequence per
+trajectory (its last turn's prompt and response).
 """
 
 from __future__ import annotations
@@ -17,6 +22,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from trainer.rules.context import prefill_tokens
+
+# Why 0.1: prefill is compute-bound and batched over the whole prompt, roughly an order of magnitude
+# faster per token than decoding, which is bound by memory bandwidth one token at a time.
+PREFILL_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -31,9 +42,22 @@ class HardwareProfile:
     response_tokens: int = 768  # typical response length the replay policy emulates
     prompt_tokens: int = 256
     sources: dict[str, str] = field(default_factory=dict)
+    # Per prompt token beyond the first turn's. None: PREFILL_SHARE x generate_s_per_token (no
+    # source publishes a prefill rate; profiles saved before this field read the same way).
+    prefill_s_per_token: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.prefill_s_per_token is None:
+            object.__setattr__(self, "prefill_s_per_token", PREFILL_SHARE * self.generate_s_per_token)
 
     def generate_s(self, response_tokens: int) -> float:
         return self.generate_call_s + self.generate_s_per_token * response_tokens
+
+    def request_s(self, prompt_tokens: int, response_tokens: int) -> float:
+        """One request's share of an engine call, beyond the call's fixed cost: its response
+        tokens, and the prefill of its prompt tokens beyond the first turn's."""
+        prefill = (self.prefill_s_per_token or 0.0) * prefill_tokens(prompt_tokens, self.prompt_tokens)
+        return self.generate_s_per_token * response_tokens + prefill
 
     def actor_train_s(self, tokens: int) -> float:
         return self.train_step_s + self.train_s_per_token * tokens

@@ -21,7 +21,14 @@ arrive while a call runs share the next one. A call lasts the profile's call cos
 per-token cost of the batch's *total* response tokens: the profiles' figures are throughputs of
 an engine busy with a full batch (policies/profiles.py), so a token costs what it did when each
 group was one call, and the published figures stay comparable; batching saves only the
-per-call cost.
+per-call cost. A later turn's request also pays the prefill of its prompt beyond the first
+turn's (`HardwareProfile.request_s`).
+
+Multi-turn episodes are one token sequence, as a real model's (trainer/types.py): turn k + 1's
+prompt ids are turn k's prompt and response ids, then placeholder ids for the gym's feedback, as
+many as trainer/rules/context.py estimates from its text. So the emulated prompt grows by each
+turn's response and feedback, and generation (prefill) and training (one sequence per
+trajectory, its last turn's prompt and response) grow with the turns as in a real run.
 
 It is not a `Learner` and an `Engine` composed (model_policy.py), as the real models' policies
 are: it has no weights, so a version is only a number and there is nothing to snapshot, load,
@@ -45,6 +52,7 @@ from trainer.policies.batching import BatchingEngine
 from trainer.policies.profiles import HardwareProfile
 from trainer.rules.answers import SKILL, TIMEOUT_RATE, AnswerMix, response_tokens
 from trainer.rules.batching import call_seconds
+from trainer.rules.context import feedback_tokens, next_prompt_tokens
 from trainer.rules.placement import DEFAULT_PLACEMENT, PLACEMENTS
 from trainer.types import Generation, Group, Request
 
@@ -85,21 +93,18 @@ class ReplayPolicy(Policy):
 
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:
         generations = [self._pick(r, self._rng(r, position), version) for position, r in enumerate(requests)]
-        self._engine.serve(sum(len(g.response_tokens) for g in generations), version)
+        seconds = sum(self.profile.request_s(len(g.prompt_tokens), len(g.response_tokens)) for g in generations)
+        self._engine.serve(seconds, version)
         return generations
 
-    def _run_engine_call(self, response_tokens: int, version: int) -> None:
-        response_s = self.profile.generate_s_per_token * response_tokens
+    def _run_engine_call(self, requests_s: float, version: int) -> None:
         with self._engine_call(version):
-            time.sleep(call_seconds(self.profile.generate_call_s, response_s))
+            time.sleep(call_seconds(self.profile.generate_call_s, requests_s))
 
     def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
-        tokens = sum(
-            len(t.generation.prompt_tokens) + len(t.generation.response_tokens)
-            for g in groups
-            for traj in g.trajectories
-            for t in traj.turns
-        )
+        """One sequence per trajectory, as the learner trains: its last turn's prompt and response
+        (the earlier turns are its prefix, not counted again)."""
+        tokens = sum(len(traj.sequence()[0]) for g in groups for traj in g.trajectories)
         time.sleep(self.profile.actor_train_s(tokens))
         return {"tokens": float(tokens)}
 
@@ -135,11 +140,23 @@ class ReplayPolicy(Policy):
         n_response = response_tokens(self.profile.response_tokens, rng)
         return Generation(
             text=choice.action,
-            prompt_tokens=[0] * self.profile.prompt_tokens,
+            prompt_tokens=self._prompt_ids(request),
             response_tokens=[0] * n_response,
             logprobs=[0.0] * n_response,
             version=version,
         )
+
+    def _prompt_ids(self, request: Request) -> list[int]:
+        """The first turn's: the profile's prompt length. A later turn's: the previous turn's
+        prompt and response ids as generated, then placeholders up to the length the rule gives
+        (trainer/rules/context.py: the feedback message's estimated tokens)."""
+        previous = request.previous
+        if previous is None:
+            return [0] * self.profile.prompt_tokens
+        ids = previous.prompt_tokens + previous.response_tokens
+        grown = next_prompt_tokens(len(previous.prompt_tokens), len(previous.response_tokens),
+                                   feedback_tokens(request.messages[-1].content))  # fmt: skip
+        return ids + [0] * (int(grown) - len(ids))
 
     def describe(self) -> dict[str, str]:
         return {**super().describe(), "profile": self.profile.name, "skill": str(self.mix.skill)}

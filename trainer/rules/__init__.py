@@ -8,6 +8,7 @@ them, so a simulated run follows the rules of a real one.
 | `batching.py` | continuous batching: which requests share an engine call, and how long it lasts |
 | `placement.py` | where the accelerator stages run: colocated or disaggregated, and how accelerators become engines and trainers |
 | `answers.py` | the replay policy's answers: which candidate, the mix a cost card is weighted to, a response's length |
+| `context.py` | the growing conversation: a feedback message's estimated tokens, each turn's prompt, the one sequence trained, the prefill charged |
 
 Pure functions and frozen dataclasses only: no clocks, no threads, no I/O.
 """
