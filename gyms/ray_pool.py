@@ -28,6 +28,7 @@ from gyms.pool import (
     START_TIMEOUT_S, Held, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here,
 )  # fmt: skip
 from gyms.registry import load_class, make
+from gyms.docker_sandbox import remove_containers_of
 from gyms.sandbox import alive, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 
 CPUS_PER_WORKER = 1
@@ -65,7 +66,9 @@ def clean_up_after(pid: int, held: Held) -> tuple[int, int]:
     deadline = time.monotonic() + CLEANUP_TIMEOUT_S - 5
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return kill_sandboxes_of(pid, spare=held.uids), remove_workdirs_of(pid, keep=held.paths)
+    killed = kill_sandboxes_of(pid, spare=held.uids)
+    remove_containers_of(pid)  # the docker backend's warm container, on this node's daemon
+    return killed, remove_workdirs_of(pid, keep=held.paths)
 
 
 @dataclass(frozen=True)
