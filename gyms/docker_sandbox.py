@@ -273,7 +273,7 @@ class Container:
                 "--memory", f"{MEMORY_MB}m", "--memory-swap", f"{MEMORY_MB}m",
                 "--pids-limit", str(PIDS), "--cpus", str(CPUS),
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-                "--user", "65534:65534", "--init=false", "--ipc", "none",
+                "--user", "65534:65534", "--init", "--ipc", "none",  # --init: docker-init reaps orphans
                 "-v", f"{root}:{root}:rw",
                 *(arg for p in self.expose for arg in ("-v", f"{p}:{p}:ro")),
                 "--entrypoint", "sleep", self.image, "infinity",
