@@ -143,7 +143,7 @@ def test_no_network_inside(sandbox, workdir):
 
 
 def test_a_read_only_root_a_writable_workdir_and_tmp_and_no_root(sandbox, workdir):
-    done = run(sandbox, workdir, "for p in /etc/x /usr/x /x; do touch $p 2>/dev/null && echo wrote $p; done; "
+    done = run(sandbox, workdir, "for p in /var/tmp/x /etc/x /usr/x /x; do touch $p 2>/dev/null && echo wrote $p; done; "
                                  "touch /tmp/ok && echo tmp; touch here && echo here; id -u")  # fmt: skip
     assert "wrote" not in done.stdout, done.output
     assert "tmp" in done.stdout and "here" in done.stdout, done.output
