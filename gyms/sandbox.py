@@ -16,6 +16,12 @@ What the sandbox covers
     the interpreter bound back. Every leftover process of that uid is killed after each run.
     bwrap's parent-death signal cannot reach that other uid, so the sandboxes of a launcher
     that was killed outright are killed by whoever replaces it (`kill_sandboxes_of`).
+* `docker` backend (gyms/docker_sandbox.py, `--sandbox docker`): the same rlimits and timeout,
+  run by `docker exec` in one warm container of the gym's toolchain image per worker, with
+  `--network none`, `--read-only`, a capped tmpfs /tmp, `--memory`, `--pids-limit`, `--cpus`,
+  `--cap-drop ALL`, no-new-privileges, a non-root uid and Docker's default seccomp profile;
+  that module tables each guarantee beside bwrap's. Host paths other than the worker's work
+  directories are not in the container at all, answer keys included.
 * Resource limits (rlimits) on CPU seconds, address space, file size, open files and processes.
 * A wall-clock timeout that kills the whole process group, and captured output capped in
   size (head and tail are kept).
@@ -401,6 +407,8 @@ class Sandbox:
     ) -> SandboxRun:
         """Run `argv` to completion (or to a limit) in `workdir`."""
         lim = limits or self.limits
+        if self.container is not None:
+            self.container.ensure()  # a container's start (a second or more) is not the command's time
         start = time.monotonic()
         proc = self.popen(
             argv,
@@ -439,7 +447,8 @@ class Sandbox:
             # stands in for it (an upper bound for one thread), so that a kernel SIGKILL at the CPU
             # limit still reads as "cpu-limit" (`_limit_hit`). Peak memory is not measured (0).
             cpu_s, rss_mb = wall, 0.0
-            if proc.returncode not in (0,) and not timed_out and not self.container.running():
+            daemon_said = "Error response from daemon" in stderr.text()[-2000:]  # or the command printed it
+            if proc.returncode != 0 and not timed_out and daemon_said and not self.container.running():
                 self.container.discard()  # the container died under the command: the infrastructure's fault
                 raise SandboxError(f"the docker container died while running {argv[0]!r}: "
                                    f"{stderr.text().strip()[-300:]}")  # fmt: skip

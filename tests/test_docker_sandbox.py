@@ -100,6 +100,7 @@ def harness(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(REPO), **env}, timeout=600)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_verilog_check_passes_on_docker(image):
     done = harness("gyms", "check", "verilog", "--sandbox", "docker", "--limit", "2", "--gym-workers", "1", "--json")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -261,3 +262,15 @@ def test_start_up_sweeps_the_containers_of_a_killed_pool(image):
     assert cid in heavygym_containers(), "the killed process could not remove its container"
     assert docker_sandbox.sweep() >= 1
     assert cid not in heavygym_containers()
+
+
+def test_the_run_record_names_the_backend_and_the_image(image, monkeypatch):
+    from harness import sandboxes
+
+    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "bwrap")  # restored after the test
+    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, "")
+    assert sandboxes.record() == {"backend": "bwrap"}
+    sandboxes.choose("docker", "verilog")
+    recorded = sandboxes.record()
+    assert recorded["backend"] == "docker" and recorded["image"] == image
+    assert recorded["id"] == docker_sandbox.image_id(image) and recorded["id"].startswith("sha256:")
