@@ -214,10 +214,17 @@ def _remove(ids: Sequence[str]) -> int:
 
 
 def sweep() -> int:
-    """Remove this host's heavygym containers whose worker or pool no longer runs; how many."""
-    dead = [cid for cid, labels in _containers(LABEL)
+    """Remove this host's heavygym containers whose worker or pool no longer runs, and the work
+    directories of such a worker (a worker killed outright removes neither); how many containers."""
+    from gyms.sandbox import remove_workdirs_of
+
+    dead = [(cid, labels.get(WORKER_LABEL, "")) for cid, labels in _containers(LABEL)
             if _identity_runs(labels.get(WORKER_LABEL, "")) is False or _identity_runs(labels.get(LABEL, "")) is False]  # fmt: skip
-    return _remove(dead)
+    removed = _remove([cid for cid, _ in dead])
+    for _, worker in dead:
+        if _identity_runs(worker) is False:  # its pid no longer runs the worker: its directories can go
+            remove_workdirs_of(int(worker.rpartition("/pid")[2].split(".")[0]))
+    return removed
 
 
 def remove_containers_of(pid: int) -> int:

@@ -260,8 +260,11 @@ def test_start_up_sweeps_the_containers_of_a_killed_pool(image):
         proc.kill()  # like a trainer killed outright: no finalizer runs
         proc.wait()
     assert cid in heavygym_containers(), "the killed process could not remove its container"
+    left = [p for p in os.listdir("/dev/shm") if p.startswith(f"heavygym-docker-pid{proc.pid}.")]
+    assert left, "the killed process left its work directory"
     assert docker_sandbox.sweep() >= 1
     assert cid not in heavygym_containers()
+    assert not [p for p in os.listdir("/dev/shm") if p.startswith(f"heavygym-docker-pid{proc.pid}.")]
 
 
 def test_the_run_record_names_the_backend_and_the_image(image, monkeypatch):
