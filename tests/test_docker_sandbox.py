@@ -277,3 +277,21 @@ def test_the_run_record_names_the_backend_and_the_image(image, monkeypatch):
     recorded = sandboxes.record()
     assert recorded["backend"] == "docker" and recorded["image"] == image
     assert recorded["id"] == docker_sandbox.image_id(image) and recorded["id"].startswith("sha256:")
+
+
+def test_the_verilog_attacks_fail_on_docker(image, monkeypatch):
+    """tests/test_attacks_verilog.py's attacks on the built-in tasks, through a GymPool whose worker
+    runs them in its container: each a fail, verdicts unaffected after, nothing left behind."""
+    from attacks import assert_attacks_fail
+    from test_attacks_verilog import ADDER, BUILTIN_ATTACKS, WRONG, answer
+
+    from gyms.verilog.gym import VerilogGym
+
+    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "docker")
+    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, image)
+    gym = VerilogGym(tasks="adder8", sim_timeout_s=2)
+    before = set(heavygym_containers())
+    assert_attacks_fail(gym, gym.tasks()[0], BUILTIN_ATTACKS, answer(ADDER), answer(WRONG + "endmodule\n"))
+    # The worker's container went with the pool; only this process's own may stay (removed at its exit).
+    left = {cid: labels for cid, labels in heavygym_containers().items() if cid not in before}
+    assert all(labels[docker_sandbox.WORKER_LABEL] == docker_sandbox.identity() for labels in left.values()), left
