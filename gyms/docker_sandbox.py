@@ -52,6 +52,8 @@ under bwrap without root, where every sandbox is uid 65534).
 
 Lifetime and labels
 -------------------
+The container runs `sleep infinity` under `docker-init` (`--init`), which reaps the orphans a
+command leaves: without it their zombies would hold the `--pids-limit` until the container went.
 Every container carries the label `heavygym=<pool identity>` (the gym pool's process, or the
 process itself outside a pool) and `heavygym.worker=<worker identity>`, each an identity
 `HOST/pid<PID>.<START>` (pid and start time, as work directory names: a reused pid does not
