@@ -103,7 +103,6 @@ ENV_IMAGE = "HEAVYGYM_SANDBOX_IMAGE"  # the docker image (a gym's, from `harness
 ENV_POOL = "HEAVYGYM_POOL"  # the pool's identity, set by a gym pool for its workers
 LABEL = "heavygym"
 WORKER_LABEL = "heavygym.worker"
-PATH_INSIDE = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # Per-container limits (each worker runs one command at a time; warm checkers add their own).
 MEMORY_MB = int(os.environ.get("HEAVYGYM_DOCKER_MEMORY_MB", "2048"))
