@@ -59,6 +59,7 @@ def daemon():
         yield
     finally:
         subprocess.run(["bash", str(REPO / "scripts/dockerd.sh"), "stop"], env=env, capture_output=True)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
