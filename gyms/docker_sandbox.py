@@ -46,9 +46,9 @@ same on both sides (a gym passes host paths in its commands unchanged). This is 
 the host reads back only through `gyms.hostfs` (no link the container planted is followed, no
 FIFO blocks the host, reads are capped), exactly as under bwrap, where the same directory is
 bound into the sandbox. As root, each work directory belongs to its own unprivileged uid with
-mode 0755 and the commands run as that uid, so an episode cannot write another's files; it can
-read another episode's directory of the same worker if it guesses its random name (the same as
-under bwrap without root, where every sandbox is uid 65534).
+mode 0700 and the commands run as that uid, so an episode cannot enter another's directory.
+Without root every command runs as the caller's uid: an episode can read another episode's
+directory of the same worker if it guesses its random name (the root cannot be listed).
 
 Lifetime and labels
 -------------------

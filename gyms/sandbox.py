@@ -155,7 +155,9 @@ class Workdir:
         try:
             if uid is not None:
                 os.fchown(fd, uid, uid)
-            os.fchmod(fd, 0o755)
+            # In a docker worker's shared directory, a directory of its own uid is private to it:
+            # the worker's other episodes (other uids in the same container) cannot read it.
+            os.fchmod(fd, 0o700 if parent is not None and uid is not None else 0o755)
         finally:
             os.close(fd)
 

@@ -296,3 +296,14 @@ def test_the_verilog_attacks_fail_on_docker(image, monkeypatch):
     # The worker's container went with the pool; only this process's own may stay (removed at its exit).
     left = {cid: labels for cid, labels in heavygym_containers().items() if cid not in before}
     assert all(labels[docker_sandbox.WORKER_LABEL] == docker_sandbox.identity() for labels in left.values()), left
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="work directories of uids of their own need a root host")
+def test_an_episode_cannot_enter_another_episodes_directory(sandbox):
+    with sandbox.workdir() as mine, sandbox.workdir() as other:
+        from gyms import hostfs
+
+        hostfs.write_file(other.path, "design.sv", "the other episode's answer")
+        done = run(sandbox, mine, f"cat '{other.path}/design.sv'; ls '{other.path}'; ls '{sandbox.container.root}'")
+        assert "answer" not in done.stdout and "design.sv" not in done.stdout, done.output
+        assert "Permission denied" in done.stderr, done.output
