@@ -7,8 +7,9 @@ back. A worker that dies or overruns the host timeout is killed and replaced, an
 ends as an `error` outcome; the pool keeps serving.
 
 Nothing a worker made outlives it: when a worker is stopped (dead, killed, timed out, or at
-close) its sandboxes are killed and the work directories it made are removed (they are named
-after it, see `gyms.sandbox.remove_workdirs_of`), its warm checkers' included. Only the work
+close) its sandboxes are killed, its docker container (if any) is removed, and the work
+directories it made are removed (they are named after it, see `gyms.sandbox.remove_workdirs_of`),
+its warm checkers' included. Only the work
 directories of episodes the pool still holds open (between turns, queued, or running on
 another worker) stay, as the gym's `Workdir` attributes of those episodes; `close()` removes
 those too, since no episode can be stepped after it.
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
 from gyms.base import GYM_EXCEPTION, Episode, Outcome, StepResult
+from gyms.docker_sandbox import ENV_POOL, identity, remove_containers_of
 from gyms.sandbox import Workdir, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 from gyms.steps import StepCall, WorkerNode
 
@@ -482,6 +484,7 @@ class GymPool(SlotPool[_Process]):
         conn.close()
         # A worker that died or was killed leaves its checkers and work directories behind.
         kill_sandboxes_of(proc.pid, spare=held.uids)
+        remove_containers_of(proc.pid)  # the docker backend's warm container (gyms/docker_sandbox.py)
         remove_workdirs_of(proc.pid, keep=held.paths)
 
     def _release(self, worker: _Process) -> None:
@@ -490,6 +493,7 @@ class GymPool(SlotPool[_Process]):
 
 def _worker_main(conn: Connection, answer_keys: tuple[str, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    os.environ.setdefault(ENV_POOL, identity(os.getppid()))  # labels a docker worker's container
     hide_from_sandboxes(*answer_keys)
     conn.send("ready")
     while (message := conn.recv()) is not None:

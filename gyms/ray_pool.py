@@ -28,6 +28,7 @@ from gyms.pool import (
     START_TIMEOUT_S, Held, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here,
 )  # fmt: skip
 from gyms.registry import load_class, make
+from gyms.docker_sandbox import ENV_BACKEND, ENV_IMAGE, remove_containers_of
 from gyms.sandbox import alive, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 
 CPUS_PER_WORKER = 1
@@ -65,7 +66,9 @@ def clean_up_after(pid: int, held: Held) -> tuple[int, int]:
     deadline = time.monotonic() + CLEANUP_TIMEOUT_S - 5
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return kill_sandboxes_of(pid, spare=held.uids), remove_workdirs_of(pid, keep=held.paths)
+    killed = kill_sandboxes_of(pid, spare=held.uids)
+    remove_containers_of(pid)  # the docker backend's warm container, on this node's daemon
+    return killed, remove_workdirs_of(pid, keep=held.paths)
 
 
 @dataclass(frozen=True)
@@ -122,9 +125,12 @@ class RayGymPool(SlotPool[_Actor]):
     def _start(self) -> tuple[_Actor, str]:
         ray = self._ray
         # max_concurrency 1: steps run one at a time on the actor's main thread (math-verify's signals need it)
+        # The sandbox chosen here (--sandbox, `use_backend`) goes with each actor: a cluster's
+        # workers do not inherit this process's environment. Unset, no runtime env is asked for.
+        chosen = {k: os.environ[k] for k in (ENV_BACKEND, ENV_IMAGE) if os.environ.get(k)}
         actor = self._actor.options(
             num_cpus=CPUS_PER_WORKER, resources=self.resources, max_concurrency=1, max_restarts=0,
-            scheduling_strategy="SPREAD",
+            scheduling_strategy="SPREAD", **({"runtime_env": {"env_vars": chosen}} if chosen else {}),
         ).remote(self._gym, self._options)  # fmt: skip
         hello = actor.where.remote()
         deadline = time.monotonic() + START_TIMEOUT_S

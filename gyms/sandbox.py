@@ -16,6 +16,12 @@ What the sandbox covers
     the interpreter bound back. Every leftover process of that uid is killed after each run.
     bwrap's parent-death signal cannot reach that other uid, so the sandboxes of a launcher
     that was killed outright are killed by whoever replaces it (`kill_sandboxes_of`).
+* `docker` backend (gyms/docker_sandbox.py, `--sandbox docker`): the same rlimits and timeout,
+  run by `docker exec` in one warm container of the gym's toolchain image per worker, with
+  `--network none`, `--read-only`, a capped tmpfs /tmp, `--memory`, `--pids-limit`, `--cpus`,
+  `--cap-drop ALL`, no-new-privileges, a non-root uid and Docker's default seccomp profile;
+  that module tables each guarantee beside bwrap's. Host paths other than the worker's work
+  directories are not in the container at all, answer keys included.
 * Resource limits (rlimits) on CPU seconds, address space, file size, open files and processes.
 * A wall-clock timeout that kills the whole process group, and captured output capped in
   size (head and tail are kept).
@@ -31,8 +37,9 @@ What it does not cover
 * The `process` backend (used where bwrap cannot run, with a warning) applies only the
   rlimits, the timeout and the separate uid: no namespaces, so network access is possible.
 * Kernel attack surface: bwrap is not a virtual machine, and a kernel exploit escapes it.
-  There is no stronger backend: only `bwrap` and `process` exist (no docker or VM backend).
-  Against a determined attacker, run the gym workers on a machine, or in a VM, that holds
+  Neither does the `docker` backend (gyms/docker_sandbox.py: one warm container per worker,
+  the gym's toolchain image; its guarantees are tabled beside bwrap's there): no VM backend
+  exists. Against a determined attacker, run the gym workers on a machine, or in a VM, that holds
   nothing else of value.
 
 Work directories
@@ -68,6 +75,18 @@ from gyms.base import InfrastructureError
 # Host uids handed to sandboxes when running as root: far above any real account.
 _UID_BASE = 1_000_000
 _uid_counter = itertools.count()
+BACKENDS = ("bwrap", "docker", "process")
+PATH_INSIDE = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # docker: the image's PATH
+
+
+def use_backend(backend: str, image: str | None = None) -> None:
+    """Make `backend` what every `Sandbox()` of this process and of the processes it starts
+    (gym pool workers) uses: the Python API of `--sandbox`. Docker needs the gym's `image`."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown sandbox backend {backend!r}; use {', '.join(BACKENDS)}")
+    os.environ["HEAVYGYM_SANDBOX"] = backend
+    if image is not None:
+        os.environ["HEAVYGYM_SANDBOX_IMAGE"] = image
 
 
 class SandboxError(InfrastructureError):
@@ -128,14 +147,17 @@ def shm_root() -> Path:
 class Workdir:
     """A private directory for one episode; `Sandbox.workdir()` makes them."""
 
-    def __init__(self, prefix: str = "heavygym-", uid: int | None = None) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix=f"{prefix}{_owner_stamp()}-", dir=shm_root()))
+    def __init__(self, prefix: str = "heavygym-", uid: int | None = None, parent: Path | None = None) -> None:
+        """`parent`: where to make it (a docker worker's mounted directory); /dev/shm by default."""
+        self.path = Path(tempfile.mkdtemp(prefix=f"{prefix}{_owner_stamp()}-", dir=parent or shm_root()))
         self.uid = uid  # the host uid that sandboxed programs run as, if not the caller's
         fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             if uid is not None:
                 os.fchown(fd, uid, uid)
-            os.fchmod(fd, 0o755)
+            # In a docker worker's shared directory, a directory of its own uid is private to it:
+            # the worker's other episodes (other uids in the same container) cannot read it.
+            os.fchmod(fd, 0o700 if parent is not None and uid is not None else 0o755)
         finally:
             os.close(fd)
 
@@ -192,7 +214,10 @@ def remove_workdirs_of(pid: int, keep: Collection[str] = ()) -> int:
     removed = 0
     for entry in os.scandir(shm_root()):
         owner = _OWNER_NAME.search(entry.name)
-        if owner is None or int(owner[1]) != pid or entry.path in keep or _runs(pid, int(owner[2])):
+        if owner is None or int(owner[1]) != pid or _runs(pid, int(owner[2])):
+            continue
+        # A docker worker's directory holds its episodes' work directories: kept while one is held.
+        if entry.path in keep or any(k.startswith(entry.path + os.sep) for k in keep):
             continue
         try:
             hostfs.remove_tree(Path(entry.path))
@@ -211,20 +236,35 @@ class Sandbox:
         limits: Limits | None = None,
         expose: Sequence[str] = (),
         hide: Sequence[str | Path] = (),
+        image: str | None = None,
     ) -> None:
         """`expose`: extra host paths the sandboxed programs must read (a user's libraries),
         made reachable even below a private directory. `hide`: host paths they must not read
-        (answer keys: a dataset's reference solutions), on top of those of `hide_from_sandboxes`."""
+        (answer keys: a dataset's reference solutions), on top of those of `hide_from_sandboxes`.
+        `backend` "auto" takes `HEAVYGYM_SANDBOX` (set by `--sandbox` and `use_backend`) where
+        set, else bwrap where it runs, else process. `image`: the docker backend's image
+        (default `HEAVYGYM_SANDBOX_IMAGE`)."""
         self.limits = limits or Limits()
         self.backend = self._choose_backend(backend)
         self.expose = tuple(str(Path(p).resolve()) for p in expose)
         self.hide = tuple(str(Path(p).resolve()) for p in hide)
+        self.container = None
+        if self.backend == "docker":
+            from gyms import docker_sandbox
+
+            image = image or os.environ.get(docker_sandbox.ENV_IMAGE)
+            if not image:
+                raise SandboxError("the docker sandbox needs an image: pass --sandbox docker with a gym that declares "
+                                   "one and build it (`harness images build GYM`), or set HEAVYGYM_SANDBOX_IMAGE")  # fmt: skip
+            self.container = docker_sandbox.container_for(image, self.expose)
 
     @staticmethod
     def _choose_backend(backend: str) -> str:
-        if backend not in ("auto", "bwrap", "process"):
-            raise ValueError(f"unknown sandbox backend {backend!r}; use 'auto', 'bwrap' or 'process'")
-        if backend == "process":
+        if backend == "auto" and os.environ.get("HEAVYGYM_SANDBOX"):
+            backend = os.environ["HEAVYGYM_SANDBOX"]
+        if backend not in BACKENDS + ("auto",):
+            raise ValueError(f"unknown sandbox backend {backend!r}; use {', '.join(BACKENDS)} (or 'auto')")
+        if backend in ("process", "docker"):
             return backend
         problem = _bwrap_problem()
         if problem is None:
@@ -241,14 +281,14 @@ class Sandbox:
 
     @property
     def drops_root(self) -> bool:
-        return self.backend == "bwrap" and os.geteuid() == 0
+        return self.backend in ("bwrap", "docker") and os.geteuid() == 0
 
     def workdir(self, prefix: str = "heavygym-") -> Workdir:
         uid = None
         if self.drops_root:
             # pid and a per-process counter make the uid unique among live sandboxes.
             uid = uids_of(os.getpid()).start + next(_uid_counter) % 1000
-        return Workdir(prefix, uid)
+        return Workdir(prefix, uid, self.container.root if self.container is not None else None)
 
     def command(
         self,
@@ -278,7 +318,7 @@ class Sandbox:
         if lim.memory_mb is not None:
             rlimits.append(f"--as={lim.memory_mb * 2**20}")
         prefix = ["prlimit", *rlimits, "--"]
-        if self.backend == "process":
+        if self.backend in ("process", "docker"):  # docker: `popen` wraps it in `docker exec`
             return [*prefix, *argv]
         hidden = sorted({*_hidden, *self.hide})
         return [*prefix, *_bwrap_args(workdir, lim, shared, self.expose, hidden), *argv]
@@ -301,6 +341,8 @@ class Sandbox:
         """
         if not argv:
             raise ValueError("empty command")
+        if self.container is not None:
+            return self._docker_popen(argv, workdir, limits, env, stdin, stderr, shared)
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(workdir.path),
@@ -324,6 +366,37 @@ class Sandbox:
         except OSError as exc:
             raise SandboxError(f"could not start {argv[0]!r} in the sandbox: {exc}") from exc
 
+    def _docker_user(self, workdir: Workdir) -> str:
+        uid = workdir.uid if workdir.uid is not None else os.getuid()
+        gid = workdir.uid if workdir.uid is not None else os.getgid()
+        return f"{uid}:{gid}"
+
+    def _docker_popen(
+        self,
+        argv: Sequence[str],
+        workdir: Workdir,
+        limits: Limits | None,
+        env: Mapping[str, str] | None,
+        stdin: int | None,
+        stderr: int | IO[bytes],
+        shared: Sequence[Path],
+    ) -> subprocess.Popen[bytes]:
+        """`docker exec` of the rlimited command into this process's container (see gyms/docker_sandbox.py)."""
+        assert self.container is not None
+        if shared:
+            raise SandboxError("the docker sandbox does not mount shared directories (a writable compiler cache); "
+                               "use --sandbox bwrap for this configuration")  # fmt: skip
+        inside_env = {"PATH": PATH_INSIDE, "HOME": str(workdir.path), "LANG": "C.UTF-8", "TMPDIR": str(workdir.path),
+                      **(env or {})}  # fmt: skip
+        full = self.container.exec_argv(self.command(argv, workdir, limits), workdir.path, self._docker_user(workdir),
+                                        inside_env, interactive=stdin == subprocess.PIPE)  # fmt: skip
+        client_env = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_") or k in ("PATH", "HOME")}
+        try:
+            return subprocess.Popen(full, cwd=workdir.path, env=client_env, stdin=stdin, stdout=subprocess.PIPE,
+                                    stderr=stderr, start_new_session=True)  # fmt: skip
+        except OSError as exc:
+            raise SandboxError(f"could not start {argv[0]!r} in the docker sandbox: {exc}") from exc
+
     def run(
         self,
         argv: Sequence[str],
@@ -336,6 +409,8 @@ class Sandbox:
     ) -> SandboxRun:
         """Run `argv` to completion (or to a limit) in `workdir`."""
         lim = limits or self.limits
+        if self.container is not None:
+            self.container.ensure()  # a container's start (a second or more) is not the command's time
         start = time.monotonic()
         proc = self.popen(
             argv,
@@ -358,22 +433,35 @@ class Sandbox:
             timed_out = True
             kill_group(proc)
             _, status, usage = os.wait4(proc.pid, 0)
+            if self.container is not None:  # the exec'd process outlives its client: kill it inside
+                self.container.kill_runs_of(self._docker_user(workdir))
         else:
             status, usage = reaped
         proc.returncode = os.waitstatus_to_exitcode(status)
-        if self.backend == "bwrap" and 128 < proc.returncode < 128 + signal.NSIG:
-            proc.returncode = 128 - proc.returncode  # bwrap reports death by signal N as 128+N
+        if self.backend in ("bwrap", "docker") and 128 < proc.returncode < 128 + signal.NSIG:
+            proc.returncode = 128 - proc.returncode  # bwrap and docker report death by signal N as 128+N
         wall = time.monotonic() - start
         if workdir.uid is not None:
             kill_uid(workdir.uid)  # anything that escaped the process group
+        cpu_s, rss_mb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        if self.container is not None:
+            # The host reaped only the docker client: CPU time is not measured, and the wall time
+            # stands in for it (an upper bound for one thread), so that a kernel SIGKILL at the CPU
+            # limit still reads as "cpu-limit" (`_limit_hit`). Peak memory is not measured (0).
+            cpu_s, rss_mb = wall, 0.0
+            daemon_said = "Error response from daemon" in stderr.text()[-2000:]  # or the command printed it
+            if proc.returncode != 0 and not timed_out and daemon_said and not self.container.running():
+                self.container.discard()  # the container died under the command: the infrastructure's fault
+                raise SandboxError(f"the docker container died while running {argv[0]!r}: "
+                                   f"{stderr.text().strip()[-300:]}")  # fmt: skip
         return SandboxRun(
             returncode=proc.returncode,
             stdout=stdout.text(),
             stderr=stderr.text(),
             wall_s=wall,
-            cpu_s=usage.ru_utime + usage.ru_stime,
-            peak_rss_mb=usage.ru_maxrss / 1024,
-            killed="timeout" if timed_out else _limit_hit(proc.returncode, usage.ru_utime + usage.ru_stime, lim),
+            cpu_s=cpu_s,
+            peak_rss_mb=rss_mb,
+            killed="timeout" if timed_out else _limit_hit(proc.returncode, cpu_s, lim),
             truncated=stdout.dropped > 0 or stderr.dropped > 0,
         )
 

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from gyms import Gym, executors
-from harness import control, costcard, errors, gpu_usage, intervals, outputs, predict, record
+from harness import control, costcard, errors, gpu_usage, intervals, outputs, predict, record, sandboxes
 from harness.summary import RunSummary
 from harness.target import Target
 from trainer import bias, learning
@@ -46,6 +46,7 @@ class BenchmarkSpec:
     repeats: int = 1  # sync/async pairs, in ABBA order (mode_order)
     control: bool = False  # also run the same configuration with an instant gym (harness/control.py)
     warmup: int = 0  # a learning policy's supervised format warm-up, in optimizer steps, before each mode
+    sandbox: str | None = None  # bwrap, docker or process (harness/sandboxes.py); None: bwrap where it runs
 
     def __post_init__(self) -> None:
         executors.check(self.executor, self.ray_address)
@@ -86,7 +87,7 @@ def run_benchmark(
     fails before the pool starts, and the run directory is made only when the first mode has
     finished, so a run that cannot start, or is interrupted in its first mode, leaves nothing."""
     torch.set_num_threads(1)  # the gym pool needs the cores; the tiny policy does not
-    gym = errors.start_gym(spec.gym, spec.gym_options)
+    gym = errors.start_gym(spec.gym, spec.gym_options, sandbox=spec.sandbox)
     control_options = control.options_for(spec.gym, spec.gym_options)
     control_gym = errors.start_gym(control.PATH, control_options) if spec.control else None
     profile = load_profile(spec.profile)
@@ -99,7 +100,8 @@ def run_benchmark(
         "spec": outputs.without_paths(asdict(spec)),
         "git": record.git_commit(),
         "hardware": record.hardware(),
-        "tools": outputs.without_paths({**gym.describe(), **record.package_versions()}),
+        # tools.sandbox: the backend, and for docker the image with its id and digests
+        "tools": outputs.without_paths({**gym.describe(), **record.package_versions(), "sandbox": sandboxes.record()}),
         "policy": outputs.without_paths(policy.describe()),
         "emulated": policy.emulated,
         "placement": policy.placement,  # where the emulated stages ran

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from gyms.base import Gym
+from gyms.docker_sandbox import DockerUnavailable
+from gyms.images import ImageError
 from gyms.pool import GymPoolBroken
 from gyms.registry import GymLoadError, UnknownGymError, UnknownGymOptionError, make
 from trainer.buffer import PipelineFailure
@@ -77,7 +79,7 @@ def error_line(exc: Exception) -> str:
     if isinstance(exc, OSError):
         line = os_error_line(exc)
     elif isinstance(exc, (DatasetError, GymLoadError, UnknownGymError, UnknownGymOptionError, GymPoolBroken,
-                          MissingExtra, PipelineFailure, ValueError)):  # fmt: skip
+                          MissingExtra, PipelineFailure, ValueError, ImageError, DockerUnavailable)):  # fmt: skip
         line = str(exc)
     else:
         line = (f"unexpected {type(exc).__name__}: {exc} (a bug: please report it with the command; "
@@ -96,10 +98,14 @@ class BenchmarkInterrupted(Exception):
         self.run_dir = run_dir
 
 
-def start_gym(name: str, options: dict[str, str], split: str = "train") -> Gym:
+def start_gym(name: str, options: dict[str, str], split: str = "train", sandbox: str | None = None) -> Gym:
     """The gym with its tasks loaded, so a missing or corrupt dataset fails here, at start-up,
-    as a DatasetError naming the options, before any pool or run directory exists."""
+    as a DatasetError naming the options, before any pool or run directory exists. `sandbox`:
+    --sandbox, checked and made the default of every sandbox from here on (harness/sandboxes.py)."""
+    from harness import sandboxes
+
     gym = make(name, **options)
+    sandboxes.choose(sandbox, name)
     try:
         gym.tasks(split)
     except dataset_errors() as exc:

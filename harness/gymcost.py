@@ -27,6 +27,16 @@ from trainer.rules.answers import AnswerMix
 from trainer.rules.context import feedback_tokens
 
 
+def sandbox_line() -> str:
+    """The sandbox the card was measured in: "bwrap", or "docker IMAGE ID" (harness/sandboxes.py)."""
+    from harness import sandboxes
+
+    record = sandboxes.record()
+    if record["backend"] != "docker":
+        return str(record["backend"])
+    return f"docker {record['image']} {record['id']}"
+
+
 def measure(
     gym: Gym, limit: int | None = None, workers: int | None = None, say: Callable[[str], None] | None = None
 ) -> CostCard:
@@ -86,7 +96,7 @@ def measure(
         for kind in sorted({c.expect for _, c, _ in planned})
     }
     return CostCard(
-        gym=gym.name, source="gyms card", tools=gym.describe(), service_s=Distribution.of(service, weights),
+        gym=gym.name, source="gyms card", tools={**gym.describe(), "sandbox": sandbox_line()}, service_s=Distribution.of(service, weights),
         turns=tuple(turns), error_rate=_weighted(errors, weights), timeout_rate=_weighted(timed_out, weights),
         workers=pool_size, calls=len(calls), peak_rss_mb=peak_rss_mb, by_expect=by_expect,
         cpu_s_per_call=cpu_s / len(calls), warmup_max_s=max(c.service_s for c in warmup),

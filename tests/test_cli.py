@@ -94,6 +94,7 @@ def test_gyms_check_and_profile_load_the_dataset_first(tmp_path, datasets):
         (["--profile", "b200"], "unknown hardware profile 'b200'"),
         (["--gym", "maht"], "no gym named 'maht'"),
         (["--executor", "warp"], "unknown executor 'warp'"),
+        (["--sandbox", "dockr"], "--sandbox 'dockr': use bwrap, docker, process"),
     ],
 )
 def test_an_unknown_value_is_one_line_and_writes_no_run(tmp_path, args, says):

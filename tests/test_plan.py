@@ -175,6 +175,7 @@ def test_gyms_card_writes_a_card_the_planner_reads(tmp_path, monkeypatch, capsys
     assert code == 0, err
     card = costcard.load(tmp_path / "cards" / "math.json")
     assert card.source == "gyms card" and card.tools["math-verify"] and card.calls > 2
+    assert card.tools["sandbox"] in ("bwrap", "process")  # what the card was measured in
     assert set(card.by_expect) >= {"pass", "fail"} and card.cpu_s_per_call is not None and card.peak_rss_mb > 0
     assert card.turns == pytest.approx(turn_pmf(0.5, 2))  # math: 2 turns, half the answers pass
     assert "p95" in out and "p99" in out

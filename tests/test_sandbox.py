@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gyms import sandbox as sandbox_module
-from gyms.sandbox import Limits, Sandbox, hide_from_sandboxes, kill_uid
+from gyms.sandbox import Limits, Sandbox, SandboxError, hide_from_sandboxes, kill_uid
 
 PY = sys.executable
 
@@ -191,8 +191,17 @@ def test_process_backend_keeps_limits_and_timeouts():
     assert flooded.truncated and len(flooded.stdout) < 1200
 
 
-def test_unknown_backend_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown sandbox backend 'docker'"):
+def test_unknown_backend_is_a_clear_error(monkeypatch):
+    with pytest.raises(ValueError, match="unknown sandbox backend 'vm'; use bwrap, docker, process"):
+        Sandbox("vm")
+    monkeypatch.setenv("HEAVYGYM_SANDBOX", "vm")  # what --sandbox and use_backend set
+    with pytest.raises(ValueError, match="unknown sandbox backend 'vm'"):
+        Sandbox()
+
+
+def test_docker_without_an_image_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("HEAVYGYM_SANDBOX_IMAGE", raising=False)
+    with pytest.raises(SandboxError, match="harness images build"):
         Sandbox("docker")
 
 

@@ -20,6 +20,7 @@ from harness.options import (
     Placement,  # fmt: skip
     Profile,
     Results,
+    SandboxBackend,
     Seed,
     modes_of,
     parse_options,
@@ -56,6 +57,7 @@ def benchmark(
         Optional[str], typer.Option(help="With --executor ray: a cluster's HOST:PORT (default: start Ray here).")
     ] = None,
     placement: Placement = None,
+    sandbox: SandboxBackend = None,
     repeats: Annotated[
         int, typer.Option(min=1, help="Run the modes this many times, in ABBA order; report means and 95% intervals.")
     ] = 1,
@@ -88,7 +90,7 @@ def benchmark(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
         max_staleness=max_staleness, oversample=oversample, seed=seed, executor=executor, ray_address=ray_address,
-        placement=placement, repeats=repeats, control=control, warmup=warmup,
+        placement=placement, sandbox=sandbox, repeats=repeats, control=control, warmup=warmup,
     )  # fmt: skip
 
     def progress(mode_name: str, s: StepRecord) -> None:

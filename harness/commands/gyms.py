@@ -17,7 +17,18 @@ from gyms.registry import load_class, make, registered
 from harness import gymstep, outputs
 from harness.console import console, err
 from harness.errors import start_gym
-from harness.options import GymArgument, GymOptions, GymWorkers, Json, Limit, Results, Split, WrappedHelp, parse_options
+from harness.options import (
+    GymArgument,
+    GymOptions,
+    GymWorkers,
+    Json,
+    Limit,
+    Results,
+    SandboxBackend,
+    Split,
+    WrappedHelp,
+    parse_options,
+)
 from harness.outputs import RESULTS
 
 gyms_app = typer.Typer(no_args_is_help=True, cls=WrappedHelp, rich_markup_mode=None,
@@ -90,10 +101,11 @@ def gyms_check(
     gym_workers: GymWorkers = None,
     split: Split = "train",
     gym_option: GymOptions = None,
+    sandbox: SandboxBackend = None,
     as_json: Json = False,
 ) -> None:
     """Conformance check: references pass, bad answers fail, timeouts end as fails."""
-    gym = start_gym(name, parse_options(gym_option), split)
+    gym = start_gym(name, parse_options(gym_option), split, sandbox)
     if not as_json:
         for line in _excluded_lines(gym):
             console.print(line, soft_wrap=True)
@@ -135,11 +147,12 @@ def gyms_step(
     ],
     split: Split = "train",
     gym_option: GymOptions = None,
+    sandbox: SandboxBackend = None,
     as_json: Json = False,
 ) -> None:
     """Step one episode of TASK with each answer in turn, in a real pool worker (sandbox, limits and
     timeouts as in training), and show each step's outcome, reward, stage, feedback and info."""
-    gym = start_gym(name, parse_options(gym_option), split)
+    gym = start_gym(name, parse_options(gym_option), split, sandbox)
     turns, unstepped = gymstep.step_answers(gym, gymstep.find_task(gym, task, split), answer_file)
     if as_json:
         print(json.dumps({"gym": gym.name, "task": task, "steps": [asdict(t) for t in turns], "unstepped": unstepped},
@@ -166,12 +179,13 @@ def gyms_card(
     out: Annotated[Optional[Path], typer.Option(help="Card path (default: RESULTS/cards/NAME.json).")] = None,
     results: Results = RESULTS,
     gym_option: GymOptions = None,
+    sandbox: SandboxBackend = None,
 ) -> None:
     """Measure a gym's cost card: every replay candidate once through a gym pool, weighted to the
     replay policy's action mix. `harness plan` and `harness simulate` read RESULTS/cards/NAME.json."""
     from harness import costcard, gymcost
 
-    gym = start_gym(name, parse_options(gym_option))
+    gym = start_gym(name, parse_options(gym_option), sandbox=sandbox)
     path = out or results / costcard.CARDS / f"{gym.name}.json"
     fix = "pass --out FILE in a writable directory" if out else "pass --results DIR, a writable directory"
     outputs.check_writable(path.parent, outputs.MB, fix)  # before the measuring, not after it

@@ -12,7 +12,7 @@ from harness import outputs
 from harness import serve as serving
 from harness.console import err
 from harness.errors import start_gym
-from harness.options import GymArgument, GymOptions, GymWorkers, Seed, Split, parse_options
+from harness.options import GymArgument, GymOptions, GymWorkers, SandboxBackend, Seed, Split, parse_options
 
 
 def serve(
@@ -28,6 +28,7 @@ def serve(
                                                 "closed.")] = serving.DEFAULT_IDLE_TIMEOUT_S,
     split: Split = "train",
     seed: Seed = 0,
+    sandbox: SandboxBackend = None,
     tasks_file: Annotated[Optional[Path], typer.Option(help="Also write the gym's tasks, with its known answers "
                                                        "(the answer key), as a tasks file for the openenv gym "
                                                        "(-o tasks=FILE), then serve.")] = None,
@@ -38,7 +39,7 @@ def serve(
     warning = serving.exposure_warning(host)
     if warning:
         err.print(f"[yellow]{escape(warning)}[/]", soft_wrap=True)
-    chosen = start_gym(gym, parse_options(gym_option), split)
+    chosen = start_gym(gym, parse_options(gym_option), split, sandbox)
     if tasks_file is not None:
         from gyms.openenv.adapter import tasks_file_lines
 

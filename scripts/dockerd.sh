@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Start or stop a Docker daemon for the docker sandbox (docs/sandbox.md), as root:
+#   scripts/dockerd.sh start   starts dockerd when no daemon answers, and records its pid
+#   scripts/dockerd.sh stop    stops the daemon that `start` started (by that pid), and only it
+# The options are those measured on the project's machines: the vfs storage driver (no overlay
+# needed), no iptables rules and no bridge (sandbox containers run with --network none).
+# DOCKERD_STATE (default /tmp/heavygym-dockerd) holds the pid file and the daemon's log.
+set -euo pipefail
+
+STATE="${DOCKERD_STATE:-/tmp/heavygym-dockerd}"
+PIDFILE="$STATE/dockerd.pid"
+LOG="$STATE/dockerd.log"
+say() { printf '\033[1m[dockerd]\033[0m %s\n' "$*"; }
+answers() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+case "${1:-}" in
+    start)
+        if answers; then
+            say "a daemon already answers (${DOCKER_HOST:-unix:///var/run/docker.sock}): nothing started"
+            exit 0
+        fi
+        command -v dockerd >/dev/null || { say "no dockerd: HEAVYGYM_EXTRAS=docker scripts/setup.sh installs docker.io"; exit 1; }
+        [[ $(id -u) -eq 0 ]] || { say "dockerd needs root: run this as root, or point DOCKER_HOST at a running daemon"; exit 1; }
+        mkdir -p "$STATE"
+        dockerd --storage-driver=vfs --iptables=false --bridge=none >"$LOG" 2>&1 &
+        echo $! >"$PIDFILE"
+        for _ in $(seq 1 60); do
+            if answers; then say "dockerd started (pid $(cat "$PIDFILE"), log $LOG)"; exit 0; fi
+            kill -0 "$(cat "$PIDFILE")" 2>/dev/null || break
+            sleep 0.5
+        done
+        say "dockerd did not answer within 30 s; its log ($LOG) ends with:"
+        tail -n 20 "$LOG" >&2 || true
+        kill "$(cat "$PIDFILE")" 2>/dev/null || true
+        rm -f "$PIDFILE"
+        exit 1
+        ;;
+    stop)
+        if [[ ! -f "$PIDFILE" ]]; then
+            say "no daemon started by this script ($PIDFILE missing): nothing stopped"
+            exit 0
+        fi
+        pid="$(cat "$PIDFILE")"
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid"
+            for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+            kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+            say "dockerd (pid $pid) stopped"
+        fi
+        rm -f "$PIDFILE"
+        ;;
+    *)
+        echo "usage: $0 start|stop" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,309 @@
+"""The docker sandbox backend on a real daemon (gyms/docker_sandbox.py): the verilog gym passes its
+check in it, and each of bwrap's guarantees holds in the container (no network, read-only root,
+memory and pids limits, the wall timeout, no leftover containers, no answer keys).
+
+Docker is an optional extra (`HEAVYGYM_EXTRAS=docker make test`: docker.io and debootstrap).
+Where CI asks for it (CI set and HEAVYGYM_EXTRAS naming docker), a missing daemon fails the
+module instead of skipping it. The `daemon` fixture starts dockerd (scripts/dockerd.sh's
+options) when none answers and stops the one it started; the verilog image is built once
+(cached by its recipe's hash: ~30 s by debootstrap the first time, nothing after).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+REQUIRED = bool(os.environ.get("CI")) and "docker" in os.environ.get("HEAVYGYM_EXTRAS", "").split(",")
+ENABLE = "HEAVYGYM_EXTRAS=docker make test (as root: docker.io, debootstrap, and a daemon started by the tests)"
+
+
+def _unavailable(why: str) -> None:
+    if REQUIRED:
+        pytest.fail(f"CI asked for the docker extra, but {why}", pytrace=False)
+    pytest.skip(f"{why}: {ENABLE}", allow_module_level=True)
+
+
+if shutil.which("docker") is None:
+    _unavailable("there is no docker CLI")
+
+from gyms import docker_sandbox, images  # noqa: E402
+from gyms.sandbox import Limits, Sandbox, SandboxError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    """A daemon that answers: the one running, else dockerd started here (and stopped after)."""
+    if docker_sandbox.daemon_problem() is None:
+        yield
+        return
+    if shutil.which("dockerd") is None or os.geteuid() != 0:
+        _unavailable(f"no daemon answers ({docker_sandbox.daemon_problem()}) and none can be started here")
+    state = Path(f"/tmp/heavygym-dockerd-test-{os.getpid()}")
+    env = {**os.environ, "DOCKERD_STATE": str(state)}
+    started = subprocess.run(["bash", str(REPO / "scripts/dockerd.sh"), "start"], env=env, capture_output=True, text=True)
+    if started.returncode != 0:
+        _unavailable(f"dockerd did not start: {started.stdout}{started.stderr}")
+    try:
+        yield
+    finally:
+        subprocess.run(["bash", str(REPO / "scripts/dockerd.sh"), "stop"], env=env, capture_output=True)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def image(daemon) -> str:
+    try:
+        return images.build("verilog", say=lambda line: None).tag
+    except (images.ImageError, docker_sandbox.DockerUnavailable) as exc:
+        _unavailable(f"the verilog image cannot be built: {exc}")
+        raise
+
+
+@pytest.fixture(scope="module")
+def sandbox(image):
+    box = Sandbox("docker", image=image)
+    yield box
+    box.container.close()
+
+
+@pytest.fixture
+def workdir(sandbox):
+    with sandbox.workdir() as wd:
+        yield wd
+
+
+def run(sandbox: Sandbox, workdir, script: str, **limits):
+    return sandbox.run(["sh", "-c", script], workdir, limits=Limits(**limits) if limits else None)
+
+
+def heavygym_containers() -> dict[str, dict[str, str]]:
+    return {cid: labels for cid, labels in docker_sandbox._containers(docker_sandbox.LABEL)}
+
+
+# -- the gym -------------------------------------------------------------------------------------
+
+
+def harness(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    code = "import sys; sys.argv[0] = 'harness'; from harness.cli import main; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env}, timeout=600)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_verilog_check_passes_on_docker(image):
+    done = harness("gyms", "check", "verilog", "--sandbox", "docker", "--limit", "2", "--gym-workers", "1", "--json")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["ok"] and report["violations"] == 0
+    labels = {c["label"] for c in report["checks"]}
+    assert {"reference", "never-finishes", "syntax-error"} <= labels  # a pass, a timeout and a fail ran
+
+
+def test_a_step_runs_in_the_container(image, tmp_path):
+    from gyms.registry import make
+
+    gym = make("verilog")
+    task = next(t for t in gym.tasks("train") if t.id == "verilog/combinational/mux4")
+    answer = tmp_path / "answer.md"
+    answer.write_text(next(c.action for c in gym.candidates(task, random.Random(0)) if c.label == "reference"))
+    done = harness("gyms", "step", "verilog", "--task", "verilog/combinational/mux4", "--answer-file", str(answer),
+                   "--sandbox", "docker", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    step = json.loads(done.stdout)["steps"][0]
+    assert step["info"]["workdir"].startswith("/dev/shm/heavygym-docker-"), step["info"]  # a docker worker's directory
+    assert step["outcome"] == "pass" and step["info"]["stage"] == "simulate", step  # it ran the simulator
+
+
+def test_an_unusable_choice_is_one_error_line(image):
+    unknown = harness("gyms", "check", "verilog", "--sandbox", "dockr", "--limit", "1")
+    assert unknown.returncode == 2 and unknown.stderr.strip().startswith("error:") and "bwrap, docker, process" in unknown.stderr
+    nowhere = harness("gyms", "check", "verilog", "--sandbox", "docker", "--limit", "1", DOCKER_HOST="unix:///nonexistent.sock")
+    assert nowhere.returncode == 2 and len(nowhere.stderr.strip().splitlines()) == 1
+    assert "start one" in nowhere.stderr and "DOCKER_HOST" in nowhere.stderr
+
+
+# -- the guarantees ------------------------------------------------------------------------------
+
+
+def test_no_network_inside(sandbox, workdir):
+    done = run(sandbox, workdir, "ls /sys/class/net; cat /proc/net/route")
+    assert done.ok, done.output
+    interfaces = set(done.stdout.split()[: done.stdout.split().index("Iface")])
+    assert interfaces == {"lo"}, done.stdout
+
+
+def test_a_read_only_root_a_writable_workdir_and_tmp_and_no_root(sandbox, workdir):
+    done = run(sandbox, workdir, "for p in /var/tmp/x /etc/x /usr/x /x; do touch $p 2>/dev/null && echo wrote $p; done; "
+                                 "touch /tmp/ok && echo tmp; touch here && echo here; id -u")  # fmt: skip
+    assert "wrote" not in done.stdout, done.output
+    assert "tmp" in done.stdout and "here" in done.stdout, done.output
+    assert done.stdout.split()[-1] != "0"
+    status = run(sandbox, workdir, "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status")
+    fields = dict(line.split(":\t") for line in status.stdout.splitlines())
+    assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"] == "1" and fields["Seccomp"] == "2", fields
+
+
+def test_the_pids_limit_stops_a_fork_bomb(sandbox, workdir):
+    # RLIMIT_NPROC far above the container's --pids-limit (256): only the container's limit stops it.
+    done = run(sandbox, workdir, "i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); done; echo spawned $i",
+               wall_s=20, processes=5000)  # fmt: skip
+    assert "spawned 2000" not in done.stdout, done.output
+    assert "fork" in done.stderr.lower() or done.killed is not None, done.output
+    # The bomb's processes are gone, zombies included: a command can fork again.
+    after = run(sandbox, workdir, "true | true && echo forked; ls -d /proc/[0-9]* | wc -l")
+    assert after.stdout.split()[0] == "forked", after.output
+    assert int(after.stdout.split()[1]) < 10, after.stdout
+
+
+def test_memory_limits_stop_an_allocation(sandbox, workdir):
+    # tail keeps a line without a newline in memory: 3 GB of zeros is a 3 GB allocation.
+    allocate = "head -c 3000m /dev/zero | tail >/dev/null; echo status $?"
+    by_rlimit = run(sandbox, workdir, allocate, memory_mb=256, wall_s=30)
+    assert by_rlimit.stdout.strip() == "status 1" and "memory exhausted" in by_rlimit.stderr, by_rlimit.output
+    # No RLIMIT_AS: the container's --memory (2 GB by default) stops it: the kernel's OOM kill.
+    by_cgroup = run(sandbox, workdir, allocate, memory_mb=None, wall_s=60)
+    assert by_cgroup.stdout.strip() == "status 137", by_cgroup.output
+    assert run(sandbox, workdir, "true | true && echo alive").stdout.strip() == "alive"
+
+
+def test_the_wall_timeout_kills_a_spinning_answer_inside(sandbox, workdir):
+    done = run(sandbox, workdir, "while :; do :; done # spinner-marker", wall_s=1.5, cpu_s=100)
+    assert done.killed == "timeout" and not done.ok
+    time.sleep(0.2)
+    left = run(sandbox, workdir, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+    assert "spinner-marker" not in left.stdout, left.stdout
+
+
+def test_output_is_capped(sandbox, workdir):
+    done = run(sandbox, workdir, "head -c 1000000 /dev/zero | tr '\\0' x")
+    assert done.truncated and len(done.stdout) < 100_000
+
+
+def test_answer_keys_are_not_in_the_container(sandbox, workdir):
+    from gyms.registry import make
+
+    keys = [str(k) for k in make("verilog").answer_keys() if Path(k).exists()]
+    assert keys, "the verilog gym's answer keys exist on the host"
+    secret = Path("/tmp") / f"heavygym-secret-{os.getpid()}"
+    secret.write_text("the answer")
+    try:
+        done = run(sandbox, workdir, " ".join(f"ls -d '{p}' 2>/dev/null;" for p in [*keys, str(secret), str(REPO)]))
+    finally:
+        secret.unlink()
+    assert done.stdout.strip() == "", done.stdout
+
+
+def test_a_command_outside_the_workers_directory_is_refused(sandbox):
+    from gyms.sandbox import Workdir
+
+    with Workdir("heavygym-elsewhere-") as elsewhere:
+        with pytest.raises(SandboxError, match="not in this worker's container"):
+            sandbox.run(["true"], elsewhere)
+
+
+# -- no container outlives its pool ------------------------------------------------------------
+
+
+def test_a_killed_worker_leaves_no_container(image, monkeypatch):
+    from gyms.base import Outcome
+    from gyms.pool import GymPool
+    from gyms.registry import make
+
+    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "docker")
+    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, image)
+    gym = make("verilog")
+    task = gym.tasks("train")[0]
+    reference = next(c for c in gym.candidates(task, random.Random(0)) if c.label == "reference")
+    me = docker_sandbox.identity()
+    with GymPool(1, step_timeout_s=60, answer_keys=gym.answer_keys()) as pool:
+        assert pool.step(gym.open(task), reference.action).result.outcome is Outcome.PASS
+        mine = {cid: labels for cid, labels in heavygym_containers().items()  # the worker's, not this process's
+                if labels[docker_sandbox.LABEL] == me and labels[docker_sandbox.WORKER_LABEL] != me}  # fmt: skip
+        assert len(mine) == 1, heavygym_containers()
+        worker = next(iter(mine.values()))[docker_sandbox.WORKER_LABEL]
+        pid = int(worker.rpartition("/pid")[2].split(".")[0])
+        os.kill(pid, signal.SIGKILL)
+        pool.step(gym.open(task), reference.action)  # finds the worker dead and replaces it
+        assert not [cid for cid, labels in heavygym_containers().items()
+                    if labels[docker_sandbox.WORKER_LABEL] == worker]  # fmt: skip
+    assert not [cid for cid, labels in heavygym_containers().items()
+                if labels[docker_sandbox.LABEL] == me and labels[docker_sandbox.WORKER_LABEL] != me]  # fmt: skip
+
+
+def test_start_up_sweeps_the_containers_of_a_killed_pool(image):
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        from gyms.sandbox import Sandbox
+        box = Sandbox("docker", image={image!r})
+        with box.workdir() as wd:
+            box.run(["true"], wd)
+        print(box.container.id, flush=True)
+        time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    try:
+        cid = proc.stdout.readline().strip()
+        assert cid in heavygym_containers()
+    finally:
+        proc.kill()  # like a trainer killed outright: no finalizer runs
+        proc.wait()
+    assert cid in heavygym_containers(), "the killed process could not remove its container"
+    left = [p for p in os.listdir("/dev/shm") if p.startswith(f"heavygym-docker-pid{proc.pid}.")]
+    assert left, "the killed process left its work directory"
+    assert docker_sandbox.sweep() >= 1
+    assert cid not in heavygym_containers()
+    assert not [p for p in os.listdir("/dev/shm") if p.startswith(f"heavygym-docker-pid{proc.pid}.")]
+
+
+def test_the_run_record_names_the_backend_and_the_image(image, monkeypatch):
+    from harness import sandboxes
+
+    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "bwrap")  # restored after the test
+    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, "")
+    assert sandboxes.record() == {"backend": "bwrap"}
+    sandboxes.choose("docker", "verilog")
+    recorded = sandboxes.record()
+    assert recorded["backend"] == "docker" and recorded["image"] == image
+    assert recorded["id"] == docker_sandbox.image_id(image) and recorded["id"].startswith("sha256:")
+
+
+def test_the_verilog_attacks_fail_on_docker(image, monkeypatch):
+    """tests/test_attacks_verilog.py's attacks on the built-in tasks, through a GymPool whose worker
+    runs them in its container: each a fail, verdicts unaffected after, nothing left behind."""
+    from attacks import assert_attacks_fail
+    from test_attacks_verilog import ADDER, BUILTIN_ATTACKS, WRONG, answer
+
+    from gyms.verilog.gym import VerilogGym
+
+    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "docker")
+    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, image)
+    gym = VerilogGym(tasks="adder8", sim_timeout_s=2)
+    before = set(heavygym_containers())
+    assert_attacks_fail(gym, gym.tasks()[0], BUILTIN_ATTACKS, answer(ADDER), answer(WRONG + "endmodule\n"))
+    # The worker's container went with the pool; only this process's own may stay (removed at its exit).
+    left = {cid: labels for cid, labels in heavygym_containers().items() if cid not in before}
+    assert all(labels[docker_sandbox.WORKER_LABEL] == docker_sandbox.identity() for labels in left.values()), left
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="work directories of uids of their own need a root host")
+def test_an_episode_cannot_enter_another_episodes_directory(sandbox):
+    with sandbox.workdir() as mine, sandbox.workdir() as other:
+        from gyms import hostfs
+
+        hostfs.write_file(other.path, "design.sv", "the other episode's answer")
+        done = run(sandbox, mine, f"cat '{other.path}/design.sv'; ls '{other.path}'; ls '{sandbox.container.root}'")
+        assert "answer" not in done.stdout and "design.sv" not in done.stdout, done.output
+        assert "Permission denied" in done.stderr, done.output
