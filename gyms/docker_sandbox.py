@@ -98,8 +98,9 @@ from collections.abc import Mapping, Sequence
 from multiprocessing import util
 from pathlib import Path
 
-ENV_BACKEND = "HEAVYGYM_SANDBOX"  # bwrap | docker | process: what Sandbox() picks by default
-ENV_IMAGE = "HEAVYGYM_SANDBOX_IMAGE"  # the docker image (a gym's, from `harness images build GYM`)
+from gyms import hostfs
+from gyms.sandbox import ENV_BACKEND, SandboxError, _owner_stamp, _process_start, _runs, remove_workdirs_of, shm_root
+
 ENV_POOL = "HEAVYGYM_POOL"  # the pool's identity, set by a gym pool for its workers
 LABEL = "heavygym"
 WORKER_LABEL = "heavygym.worker"
@@ -170,8 +171,6 @@ def image_record(image: str) -> dict[str, object]:
 
 def identity(pid: int | None = None) -> str:
     """`HOST/pid<PID>.<START>` of process `pid` (this one by default)."""
-    from gyms.sandbox import _process_start
-
     pid = os.getpid() if pid is None else pid
     started = _process_start(pid)
     return f"{socket.gethostname()}/pid{pid}.{started[0] if started else 0}"
@@ -179,8 +178,6 @@ def identity(pid: int | None = None) -> str:
 
 def _identity_runs(value: str) -> bool | None:
     """Whether the process named by an identity still runs; None if it is another host's."""
-    from gyms.sandbox import _runs
-
     host, _, rest = value.rpartition("/")
     if host != socket.gethostname() or not rest.startswith("pid"):
         return None
@@ -217,8 +214,6 @@ def _remove(ids: Sequence[str]) -> int:
 def sweep() -> int:
     """Remove this host's heavygym containers whose worker or pool no longer runs, and the work
     directories of such a worker (a worker killed outright removes neither); how many containers."""
-    from gyms.sandbox import remove_workdirs_of
-
     dead = [(cid, labels.get(WORKER_LABEL, "")) for cid, labels in _containers(LABEL)
             if _identity_runs(labels.get(WORKER_LABEL, "")) is False or _identity_runs(labels.get(LABEL, "")) is False]  # fmt: skip
     removed = _remove([cid for cid, _ in dead])
@@ -246,8 +241,6 @@ class Container:
     """This process's container: started on first use, removed by `close()` (at exit too)."""
 
     def __init__(self, image: str, expose: Sequence[str] = ()) -> None:
-        from gyms.sandbox import SandboxError, shm_root
-
         problem = daemon_problem()
         if problem is not None:
             raise SandboxError(problem)
@@ -256,7 +249,7 @@ class Container:
         self.image = image
         self.expose = tuple(expose)
         self.owner_pid = os.getpid()
-        self.root = Path(tempfile.mkdtemp(prefix=f"heavygym-docker-{_stamp()}-", dir=shm_root()))
+        self.root = Path(tempfile.mkdtemp(prefix=f"heavygym-docker-{_owner_stamp()}-", dir=shm_root()))
         os.chmod(self.root, 0o711)  # traversable, not listable, inside
         self.id: str | None = None
         self.closed = False
@@ -265,8 +258,6 @@ class Container:
 
     def ensure(self) -> str:
         """The running container's id, started (or restarted) as needed."""
-        from gyms.sandbox import SandboxError
-
         with self._lock:
             if self.id is not None:
                 return self.id
@@ -294,8 +285,6 @@ class Container:
 
     def exec_argv(self, argv: Sequence[str], workdir_path: Path, user: str, env: Mapping[str, str],
                   interactive: bool) -> list[str]:  # fmt: skip
-        from gyms.sandbox import SandboxError
-
         if self.root not in workdir_path.parents:
             raise SandboxError(f"{workdir_path} is not in this worker's container (a work directory of another "
                                "worker: an episode held across a worker fault cannot go on under docker)")  # fmt: skip
@@ -338,18 +327,10 @@ class Container:
             return
         self.closed = True
         self.discard()
-        from gyms import hostfs
-
         try:
             hostfs.remove_tree(self.root)
         except OSError:
             pass
-
-
-def _stamp() -> str:
-    from gyms.sandbox import _owner_stamp
-
-    return _owner_stamp()
 
 
 _containers_made: dict[tuple[int, str, tuple[str, ...]], Container] = {}

@@ -28,8 +28,8 @@ from gyms.pool import (
     START_TIMEOUT_S, Held, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here,
 )  # fmt: skip
 from gyms.registry import load_class, make
-from gyms.docker_sandbox import ENV_BACKEND, ENV_IMAGE, remove_containers_of
-from gyms.sandbox import alive, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
+from gyms.docker_sandbox import remove_containers_of
+from gyms.sandbox import ENV_BACKEND, ENV_IMAGE, alive, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 
 CPUS_PER_WORKER = 1
 CLEANUP_TIMEOUT_S = 15.0

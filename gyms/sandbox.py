@@ -76,6 +76,8 @@ from gyms.base import InfrastructureError
 _UID_BASE = 1_000_000
 _uid_counter = itertools.count()
 BACKENDS = ("bwrap", "docker", "process")
+ENV_BACKEND = "HEAVYGYM_SANDBOX"  # one of BACKENDS: what Sandbox() picks by default (--sandbox sets it)
+ENV_IMAGE = "HEAVYGYM_SANDBOX_IMAGE"  # the docker image (a gym's, from `harness images build GYM`)
 PATH_INSIDE = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # docker: the image's PATH
 
 
@@ -84,9 +86,9 @@ def use_backend(backend: str, image: str | None = None) -> None:
     (gym pool workers) uses: the Python API of `--sandbox`. Docker needs the gym's `image`."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {backend!r}; use {', '.join(BACKENDS)}")
-    os.environ["HEAVYGYM_SANDBOX"] = backend
+    os.environ[ENV_BACKEND] = backend
     if image is not None:
-        os.environ["HEAVYGYM_SANDBOX_IMAGE"] = image
+        os.environ[ENV_IMAGE] = image
 
 
 class SandboxError(InfrastructureError):
@@ -252,7 +254,7 @@ class Sandbox:
         if self.backend == "docker":
             from gyms import docker_sandbox
 
-            image = image or os.environ.get(docker_sandbox.ENV_IMAGE)
+            image = image or os.environ.get(ENV_IMAGE)
             if not image:
                 raise SandboxError("the docker sandbox needs an image: pass --sandbox docker with a gym that declares "
                                    "one and build it (`harness images build GYM`), or set HEAVYGYM_SANDBOX_IMAGE")  # fmt: skip
@@ -260,8 +262,8 @@ class Sandbox:
 
     @staticmethod
     def _choose_backend(backend: str) -> str:
-        if backend == "auto" and os.environ.get("HEAVYGYM_SANDBOX"):
-            backend = os.environ["HEAVYGYM_SANDBOX"]
+        if backend == "auto" and os.environ.get(ENV_BACKEND):
+            backend = os.environ[ENV_BACKEND]
         if backend not in BACKENDS + ("auto",):
             raise ValueError(f"unknown sandbox backend {backend!r}; use {', '.join(BACKENDS)} (or 'auto')")
         if backend in ("process", "docker"):

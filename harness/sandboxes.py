@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from gyms import docker_sandbox
-from gyms.sandbox import BACKENDS, Sandbox, use_backend
+from gyms.sandbox import BACKENDS, ENV_BACKEND, ENV_IMAGE, Sandbox, use_backend
 
 
 class SandboxChoiceError(ValueError):
@@ -45,8 +45,8 @@ def choose(backend: str | None, gym: str) -> None:
 
 def record() -> dict[str, Any]:
     """The backend this process's sandboxes use (probing bwrap if none was chosen)."""
-    backend = os.environ.get(docker_sandbox.ENV_BACKEND) or Sandbox._choose_backend("auto")
+    backend = os.environ.get(ENV_BACKEND) or Sandbox._choose_backend("auto")
     if backend != "docker":
         return {"backend": backend}
-    image = os.environ.get(docker_sandbox.ENV_IMAGE, "")
+    image = os.environ.get(ENV_IMAGE, "")
     return {"backend": "docker", **docker_sandbox.image_record(image)}

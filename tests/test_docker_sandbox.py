@@ -39,7 +39,7 @@ if shutil.which("docker") is None:
     _unavailable("there is no docker CLI")
 
 from gyms import docker_sandbox, images  # noqa: E402
-from gyms.sandbox import Limits, Sandbox, SandboxError  # noqa: E402
+from gyms.sandbox import ENV_BACKEND, ENV_IMAGE, Limits, Sandbox, SandboxError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -221,8 +221,8 @@ def test_a_killed_worker_leaves_no_container(image, monkeypatch):
     from gyms.pool import GymPool
     from gyms.registry import make
 
-    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "docker")
-    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, image)
+    monkeypatch.setenv(ENV_BACKEND, "docker")
+    monkeypatch.setenv(ENV_IMAGE, image)
     gym = make("verilog")
     task = gym.tasks("train")[0]
     reference = next(c for c in gym.candidates(task, random.Random(0)) if c.label == "reference")
@@ -271,8 +271,8 @@ def test_start_up_sweeps_the_containers_of_a_killed_pool(image):
 def test_the_run_record_names_the_backend_and_the_image(image, monkeypatch):
     from harness import sandboxes
 
-    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "bwrap")  # restored after the test
-    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, "")
+    monkeypatch.setenv(ENV_BACKEND, "bwrap")  # restored after the test
+    monkeypatch.setenv(ENV_IMAGE, "")
     assert sandboxes.record() == {"backend": "bwrap"}
     sandboxes.choose("docker", "verilog")
     recorded = sandboxes.record()
@@ -288,8 +288,8 @@ def test_the_verilog_attacks_fail_on_docker(image, monkeypatch):
 
     from gyms.verilog.gym import VerilogGym
 
-    monkeypatch.setenv(docker_sandbox.ENV_BACKEND, "docker")
-    monkeypatch.setenv(docker_sandbox.ENV_IMAGE, image)
+    monkeypatch.setenv(ENV_BACKEND, "docker")
+    monkeypatch.setenv(ENV_IMAGE, image)
     gym = VerilogGym(tasks="adder8", sim_timeout_s=2)
     before = set(heavygym_containers())
     assert_attacks_fail(gym, gym.tasks()[0], BUILTIN_ATTACKS, answer(ADDER), answer(WRONG + "endmodule\n"))
