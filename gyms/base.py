@@ -229,6 +229,10 @@ class Episode(ABC):
         self.close()
 
 
+# The roles a gym's feedback message may take (`Gym.feedback_role`): a user's words, or a tool's output.
+FEEDBACK_ROLES = ("user", "tool")
+
+
 class Gym(ABC):
     """A family of tasks and the checker that scores answers to them.
 
@@ -243,7 +247,7 @@ class Gym(ABC):
     # gym's feedback is a tool's output (a policy whose chat template has no tool role renders it
     # as "user"; trainer/policies/chat.py). A class attribute for most gyms; a gym that learns its
     # role when it starts (the `openenv` gym, from its server) sets it on the instance, as `max_turns`.
-    feedback_role: str = "user"
+    feedback_role: str = "user"  # one of FEEDBACK_ROLES
     step_timeout_s: float = 10.0  # the longest one step may take; the host allows a margin on top
     # Options without a default, for `harness gyms list` ("url|app": either one of the two).
     required_options: ClassVar[tuple[str, ...]] = ()

@@ -45,14 +45,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
+from gyms.base import FEEDBACK_ROLES, Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
 from gyms.options import Options
 
 # The roles a foreign conversation may hold: heavygym's (trainer/types.py) and a system message,
-# which an environment may open with; and the roles its feedback may take (`Gym.feedback_role`).
-# As gyms/openenv/protocol.py's, which imports OpenEnv: this module imports it only when used.
+# which an environment may open with.
 _ROLES = ("system", "user", "assistant", "tool")
-_FEEDBACK_ROLES = ("user", "tool")
 
 _OPTIONS = Options("openenv")
 _EXPECTS = ("pass", "fail", "timeout")
@@ -123,8 +121,8 @@ def _said_feedback_role(observation: Mapping[str, Any]) -> str | None:
     if "feedback_role" not in observation:
         return None
     role = observation["feedback_role"]
-    if role not in _FEEDBACK_ROLES:
-        raise RemoteError(f"the observation's feedback_role is {str(role)[:40]!r}, not one of {', '.join(_FEEDBACK_ROLES)}")
+    if role not in FEEDBACK_ROLES:
+        raise RemoteError(f"the observation's feedback_role is {str(role)[:40]!r}, not one of {', '.join(FEEDBACK_ROLES)}")
     return str(role)
 
 
@@ -264,7 +262,7 @@ class OpenEnvGym(Gym):
         self._action_field = action_field
         self.prompt_field = prompt_field
         self.messages_field = messages_field
-        self._feedback_role = _OPTIONS.choice("feedback_role", feedback_role, _FEEDBACK_ROLES) if feedback_role else ""
+        self._feedback_role = _OPTIONS.choice("feedback_role", feedback_role, FEEDBACK_ROLES) if feedback_role else ""
         self.feedback_role = self._feedback_role or "user"
         self._max_turns = _OPTIONS.whole("max_turns", max_turns, 0)
         self.step_timeout_s = _OPTIONS.seconds("step_timeout_s", step_timeout_s)

@@ -17,6 +17,8 @@ from typing import Any, Literal
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field
 
+from gyms.base import FEEDBACK_ROLES
+
 # The largest answer the server reads. Answers above the gym's own cap (64 KiB by default)
 # still reach the gym, which fails them as it does in process; this bound protects the server.
 MAX_ANSWER_CHARS = 1024 * 1024
@@ -30,7 +32,6 @@ MAX_SEED = 2**63 - 1
 MAX_MESSAGE_ANSWER_CHARS = 65_536
 
 ROLES = ("user", "assistant", "tool")  # the roles of a conversation's messages (trainer/types.py)
-FEEDBACK_ROLES = ("user", "tool")  # the roles a gym's feedback may take (`Gym.feedback_role`)
 Role = Literal["user", "assistant", "tool"]
 FeedbackRole = Literal["user", "tool"]
 

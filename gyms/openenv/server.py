@@ -45,9 +45,8 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gyms.base import Episode, Gym, Task
+from gyms.base import FEEDBACK_ROLES, Episode, Gym, Task
 from gyms.openenv.protocol import (
-    FEEDBACK_ROLES,
     MAX_ANSWER_CHARS,
     MAX_ID_CHARS,
     MAX_MESSAGE_ANSWER_CHARS,
