@@ -133,10 +133,10 @@ def _weight_sync_line(w: dict) -> str:
 
 
 def _multi_turn_line(t: dict) -> str:
-    rate = "-" if t["prefix_match_rate"] is None else f"{t['prefix_match_rate']:.0%}"
-    tokens = "-" if t["learner_tokens_per_step"] is None else f"{t['learner_tokens_per_step']:,.0f}"
-    return (f"{t['trajectories']} multi-turn trajectories, token prefix match {rate}, "
-            f"{t['truncated_by_context']} ended by the context; learner tokens per step {tokens} (docs/architecture.md)")
+    """A mode's multi-turn figures (trainer/metrics.py `multi_turn`), as the catalogue labels and formats them."""
+    keys = ("prefix_match_rate", "truncated_by_context", "learner_tokens_per_step")
+    shown = ", ".join(f"{m.label} {m.text(t[m.key])}" for m in (catalogue.BY_KEY[k] for k in keys))
+    return f"{t['trajectories']} multi-turn trajectories: {shown} (docs/architecture.md)"
 
 
 def _bias_line(b: dict) -> str:

@@ -172,6 +172,7 @@ def test_benchmark_runs_both_modes_on_the_real_engine(model_dir: Path, tmp_path:
         assert figures["accounting"]["balanced"], figures["accounting"]
         turns = figures["multi_turn"]  # 3-turn episodes: every later turn's prompt extends the sequence
         assert turns["trajectories"] > 0 and turns["prefix_match_rate"] == 1.0, turns
+        assert f"{mode}: {turns['trajectories']} multi-turn trajectories: token prefix match 100.0%" in result.output
         sync = figures["weight_sync"]
         assert sync["weight_load_s_mean"] > 0
         assert sync["versions_served"][0] == 0 and set(sync["versions_served"]) <= set(range(4))
