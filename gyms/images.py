@@ -113,12 +113,18 @@ class Built:
     seconds: float
 
 
-def image_for(gym: str) -> str:
-    """The tag of gym's image, which must be built: for `--sandbox docker`."""
+def _with_daemon(gym: str) -> Recipe:
+    """Gym's recipe, where a daemon answers (else `DockerUnavailable`, naming the fix)."""
     recipe = load(gym)
     problem = daemon_problem()
     if problem is not None:
         raise DockerUnavailable(problem)
+    return recipe
+
+
+def image_for(gym: str) -> str:
+    """The tag of gym's image, which must be built: for `--sandbox docker`."""
+    recipe = _with_daemon(gym)
     if image_id(recipe.tag) is None:
         raise DockerUnavailable(f"the docker image of gym {gym!r} ({recipe.tag}) is not built: run "
                                 f"`harness images build {gym}` (recipe {recipe.path})")  # fmt: skip
@@ -127,10 +133,7 @@ def image_for(gym: str) -> str:
 
 def build(gym: str, say=print) -> Built:  # type: ignore[no-untyped-def]
     """Build gym's image unless its tag exists; from the registry base, else by debootstrap."""
-    recipe = load(gym)
-    problem = daemon_problem()
-    if problem is not None:
-        raise DockerUnavailable(problem)
+    recipe = _with_daemon(gym)
     started = time.monotonic()
     found = image_id(recipe.tag)
     if found is not None:
