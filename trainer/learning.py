@@ -49,14 +49,15 @@ def reached(steps: Sequence[Step], target: float) -> tuple[float, int] | None:
     return None
 
 
-def compare(sync: Sequence[Step], async_: Sequence[Step]) -> dict[str, float | None]:
+def compare(sync: Sequence[Step], async_: Sequence[Step]) -> dict[str, float]:
     """The learning figures of one sync/async pair (see the module's docstring); {} for runs too
-    short to tell a start from an end."""
+    short to tell a start from an end. A figure that does not exist (a mode that never reached the
+    target) is left out, not None: a run's comparison is a table of numbers (harness/rundir.py)."""
     if min(len(sync), len(async_)) < WINDOW + FINAL:
         return {}
     start = statistics.fmean(s.reward_mean for s in [*sync[:WINDOW], *async_[:WINDOW]])
     finals = {"final_reward_sync": final_reward(sync), "final_reward_async": final_reward(async_)}
-    figures: dict[str, float | None] = {**finals, "final_reward_gap": finals["final_reward_async"] - finals["final_reward_sync"]}
+    figures: dict[str, float] = {**finals, "final_reward_gap": finals["final_reward_async"] - finals["final_reward_sync"]}
     rise = finals["final_reward_sync"] - start
     if rise <= 0:
         return figures
@@ -64,8 +65,8 @@ def compare(sync: Sequence[Step], async_: Sequence[Step]) -> dict[str, float | N
     times = {mode: reached(steps, target) for mode, steps in (("sync", sync), ("async", async_))}
     figures["target_reward"] = target
     for mode, at in times.items():
-        figures[f"time_to_target_{mode}"] = at[0] if at else None
-        figures[f"samples_to_target_{mode}"] = at[1] if at else None
+        if at is not None:
+            figures[f"time_to_target_{mode}"], figures[f"samples_to_target_{mode}"] = at
     if times["sync"] and times["async"]:
         figures["learning_speedup"] = times["sync"][0] / times["async"][0]
     return figures
