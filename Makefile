@@ -10,8 +10,11 @@ setup:
 # otherwise reorder files by their number of tests). TEST_WORKERS=0
 # runs serially.
 TEST_WORKERS ?= 2
+# With the docker extra, the tests run beside a Docker daemon: the one that answers, else one
+# started for them and stopped after (scripts/dockerd.sh around).
+WITH_DOCKERD = $(if $(findstring docker,$(HEAVYGYM_EXTRAS)),bash scripts/dockerd.sh around,)
 test: setup
-	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(WITH_DOCKERD) .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The heavy regime: the verilog gym's heavy suite (seconds of simulation per check), where the
 # gym is most of the synchronous trainer's wait; 5 steps of 2 x 4 keep it within 10 minutes on

@@ -2,6 +2,9 @@
 # Start or stop a Docker daemon for the docker sandbox (docs/sandbox.md), as root:
 #   scripts/dockerd.sh start   starts dockerd when no daemon answers, and records its pid
 #   scripts/dockerd.sh stop    stops the daemon that `start` started (by that pid), and only it
+#   scripts/dockerd.sh around CMD...   start, run CMD, stop; exits with CMD's status (`make test`
+#                              with the docker extra: every docker test module finds the daemon up,
+#                              so none starts or stops one while another runs)
 # The options are those measured on the project's machines: the vfs storage driver (no overlay
 # needed), no iptables rules and no bridge (sandbox containers run with --network none).
 # DOCKERD_STATE (default /tmp/heavygym-dockerd) holds the pid file and the daemon's log.
@@ -49,8 +52,18 @@ case "${1:-}" in
         fi
         rm -f "$PIDFILE"
         ;;
+    around)
+        shift
+        [[ $# -gt 0 ]] || { echo "usage: $0 around CMD..." >&2; exit 2; }
+        # A daemon that cannot start is not fatal here: the docker tests then fail (CI) or skip.
+        bash "$0" start || say "no daemon: the docker tests will say why"
+        status=0
+        "$@" || status=$?
+        bash "$0" stop
+        exit "$status"
+        ;;
     *)
-        echo "usage: $0 start|stop" >&2
+        echo "usage: $0 start|stop|around CMD..." >&2
         exit 2
         ;;
 esac

@@ -2,11 +2,7 @@
 check in it, and each of bwrap's guarantees holds in the container (no network, read-only root,
 memory and pids limits, the wall timeout, no leftover containers, no answer keys).
 
-Docker is an optional extra (`HEAVYGYM_EXTRAS=docker make test`: docker.io and debootstrap).
-Where CI asks for it (CI set and HEAVYGYM_EXTRAS naming docker), a missing daemon fails the
-module instead of skipping it. The `daemon` fixture starts dockerd (scripts/dockerd.sh's
-options) when none answers and stops the one it started; the verilog image is built once
-(cached by its recipe's hash: ~30 s by debootstrap the first time, nothing after).
+Docker is an optional extra; tests/dockerd.py says how these tests find a daemon and images.
 """
 
 from __future__ import annotations
@@ -14,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,51 +19,15 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-REQUIRED = bool(os.environ.get("CI")) and "docker" in os.environ.get("HEAVYGYM_EXTRAS", "").split(",")
-ENABLE = "HEAVYGYM_EXTRAS=docker make test (as root: docker.io, debootstrap, and a daemon started by the tests)"
-
-
-def _unavailable(why: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"CI asked for the docker extra, but {why}", pytrace=False)
-    pytest.skip(f"{why}: {ENABLE}", allow_module_level=True)
-
-
-if shutil.which("docker") is None:
-    _unavailable("there is no docker CLI")
-
-from gyms import docker_sandbox, images  # noqa: E402
-from gyms.sandbox import ENV_BACKEND, ENV_IMAGE, Limits, Sandbox, SandboxError  # noqa: E402
+from dockerd import REPO, daemon, gym_image  # noqa: F401  (daemon: a fixture)
+from gyms import docker_sandbox
+from gyms.sandbox import ENV_BACKEND, ENV_IMAGE, Limits, Sandbox, SandboxError
 
 
 @pytest.fixture(scope="module")
-def daemon():
-    """A daemon that answers: the one running, else dockerd started here (and stopped after)."""
-    if docker_sandbox.daemon_problem() is None:
-        yield
-        return
-    if shutil.which("dockerd") is None or os.geteuid() != 0:
-        _unavailable(f"no daemon answers ({docker_sandbox.daemon_problem()}) and none can be started here")
-    state = Path(f"/tmp/heavygym-dockerd-test-{os.getpid()}")
-    env = {**os.environ, "DOCKERD_STATE": str(state)}
-    started = subprocess.run(["bash", str(REPO / "scripts/dockerd.sh"), "start"], env=env, capture_output=True, text=True)
-    if started.returncode != 0:
-        _unavailable(f"dockerd did not start: {started.stdout}{started.stderr}")
-    try:
-        yield
-    finally:
-        subprocess.run(["bash", str(REPO / "scripts/dockerd.sh"), "stop"], env=env, capture_output=True)
-        shutil.rmtree(state, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def image(daemon) -> str:
-    try:
-        return images.build("verilog", say=lambda line: None).tag
-    except (images.ImageError, docker_sandbox.DockerUnavailable) as exc:
-        _unavailable(f"the verilog image cannot be built: {exc}")
-        raise
+def image(request) -> str:
+    request.getfixturevalue("daemon")
+    return gym_image("verilog")
 
 
 @pytest.fixture(scope="module")
