@@ -106,7 +106,10 @@ LABEL = "heavygym"
 WORKER_LABEL = "heavygym.worker"
 
 # Per-container limits (each worker runs one command at a time; warm checkers add their own).
-MEMORY_MB = int(os.environ.get("HEAVYGYM_DOCKER_MEMORY_MB", "2048"))
+# Memory: the image's `heavygym.memory_mb` label (its recipe's `memory_mb`: a wasm Lean checker
+# needs more than a Python checker), else this; HEAVYGYM_DOCKER_MEMORY_MB overrides both.
+MEMORY_MB = 2048
+MEMORY_LABEL = "heavygym.memory_mb"
 PIDS = int(os.environ.get("HEAVYGYM_DOCKER_PIDS", "256"))
 CPUS = os.environ.get("HEAVYGYM_DOCKER_CPUS", "1")
 TMP_MB = 64
@@ -154,6 +157,12 @@ def image_id(image: str) -> str | None:
     """The image's id (sha256:...), None if the daemon does not have it."""
     done = docker("image", "inspect", "--format", "{{.Id}}", image, check=False)
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+def image_labels(image: str) -> dict[str, str] | None:
+    """The image's labels, None if the daemon does not have it."""
+    done = docker("image", "inspect", "--format", "{{json .Config.Labels}}", image, check=False)
+    return (json.loads(done.stdout) or {}) if done.returncode == 0 else None
 
 
 def image_record(image: str) -> dict[str, object]:
@@ -244,8 +253,10 @@ class Container:
         problem = daemon_problem()
         if problem is not None:
             raise SandboxError(problem)
-        if image_id(image) is None:
+        labels = image_labels(image)
+        if labels is None:
             raise SandboxError(f"the docker image {image!r} is missing: build it with `harness images build GYM`")
+        self.memory_mb = int(os.environ.get("HEAVYGYM_DOCKER_MEMORY_MB") or labels.get(MEMORY_LABEL) or MEMORY_MB)
         self.image = image
         self.expose = tuple(expose)
         self.owner_pid = os.getpid()
@@ -269,7 +280,7 @@ class Container:
                 "--label", f"{LABEL}={pool}", "--label", f"{WORKER_LABEL}={identity()}",
                 "--network", "none", "--read-only",
                 "--tmpfs", f"/tmp:rw,nosuid,nodev,size={TMP_MB}m,mode=1777",
-                "--memory", f"{MEMORY_MB}m", "--memory-swap", f"{MEMORY_MB}m",
+                "--memory", f"{self.memory_mb}m", "--memory-swap", f"{self.memory_mb}m",
                 "--pids-limit", str(PIDS), "--cpus", str(CPUS),
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
                 "--user", "65534:65534", "--init", "--ipc", "none",  # --init: docker-init reaps orphans

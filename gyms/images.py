@@ -6,40 +6,61 @@ its own package (docs/writing-a-gym.md):
 
     base = "debian:bookworm-slim"   # a registry image, used when it can be pulled
     suite = "bookworm"              # the Debian suite of the debootstrap fallback
-    packages = ["iverilog"]         # Debian packages the gym's sandboxed commands run
+    packages = ["python3"]          # Debian packages the gym's sandboxed commands run
+    python = ["math-verify"]        # Python distributions its programs import (needs python3)
+    stage = "gyms.lean.image"       # a module whose stage(root) puts anything else in the image
+    memory_mb = 4096                # the container's memory, all its processes (default 2048)
+
+`python` copies each named distribution, and the distributions it requires, from the host's
+environment into the image's /usr/local/lib/python3.X/dist-packages: the same versions, the same
+files, no download, so a check grades the same under bwrap and docker. The image's python3 must
+be the host's minor version (Debian bookworm's is 3.11). `stage` names a module with
+`inputs() -> dict[str, str]` (what it copies, for the tag: versions, paths) and
+`stage(root: Path)` (copies it below `root`, the image's /); gyms/lean/image.py puts the host's
+node and wasm Lean there.
 
 `harness images build [GYM]` builds it (`build`). The tag is `heavygym-<gym>:<hash>`, the hash
-being the recipe's content (and this builder's version): an image whose tag exists is not
-built again, and a changed recipe gives a new tag. Two ways, tried in order:
+being the recipe's content, the pinned distributions, the stage's inputs and this builder's
+version: an image whose tag exists is not built again, and a changed recipe, a different
+installed version or toolchain gives a new tag. Two ways, tried in order:
 
 1. from the registry base: `docker pull BASE`, then a generated Dockerfile that installs the
-   packages with apt (network needed during the build);
+   packages with apt (network needed during the build) and copies the overlay (the Python
+   distributions and the stage's files);
 2. without a registry (the project's machines): `debootstrap --variant=minbase
-   --include=PACKAGES SUITE DIR MIRROR` with the mirror the host's apt uses, then
-   `tar -C DIR -c . | docker import - TAG`.
+   --include=PACKAGES SUITE DIR MIRROR` with the mirror the host's apt uses, the overlay copied
+   into DIR, then `tar -C DIR -c . | docker import - TAG`.
 
 The image must hold `sh` and `prlimit` (util-linux, in every Debian base): the sandbox runs each
-command as `prlimit ... -- COMMAND` inside the container.
+command as `prlimit ... -- COMMAND` inside the container. The programs a gym runs from its own
+package (gyms/math/verifier.py) are not copied: the sandbox mounts them read-only at their host
+path (`Sandbox(expose=...)`), so that an edit needs no rebuild.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.metadata
 import inspect
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import time
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gyms.docker_sandbox import DockerUnavailable, daemon_problem, docker, docker_binary, image_id
+from packaging.requirements import Requirement
+
+from gyms.docker_sandbox import MEMORY_LABEL, DockerUnavailable, daemon_problem, docker, docker_binary, image_id
 
 RECIPE = "image.toml"
-BUILDER_VERSION = "1"  # part of every tag's hash: bump when the way images are built changes
+BUILDER_VERSION = "2"  # part of every tag's hash: bump when the way images are built changes
 PULL_TIMEOUT_S = 60.0
 
 
@@ -54,12 +75,65 @@ class Recipe:
     base: str
     suite: str
     packages: tuple[str, ...]
+    python: tuple[str, ...]
+    stage: str | None
+    memory_mb: int | None
     text: str
+
+    def pins(self) -> tuple[str, ...]:
+        """`name==version` of each `python` distribution and all it requires, as installed here."""
+        return tuple(f"{d.metadata['Name']}=={d.version}" for d in _closure(self.python))
+
+    def stage_module(self):  # type: ignore[no-untyped-def]
+        if self.stage is None:
+            return None
+        try:
+            module = importlib.import_module(self.stage)
+        except ImportError as exc:
+            raise ImageError(f"{self.path}: stage module {self.stage!r} does not import: {exc}") from exc
+        if not (callable(getattr(module, "inputs", None)) and callable(getattr(module, "stage", None))):
+            raise ImageError(f"{self.path}: stage module {self.stage!r} needs inputs() and stage(root)")
+        return module
 
     @property
     def tag(self) -> str:
-        digest = hashlib.sha256(f"{BUILDER_VERSION}\n{self.text}".encode()).hexdigest()[:12]
+        module = self.stage_module()
+        try:
+            inputs = module.inputs() if module is not None else {}
+        except Exception as exc:  # a toolchain the stage copies is missing: its message names the fix
+            raise ImageError(f"{self.path}: stage {self.stage}: {exc}") from exc
+        content = json.dumps([BUILDER_VERSION, self.text, self.pins(), inputs], sort_keys=True)
+        digest = hashlib.sha256(content.encode()).hexdigest()[:12]
         return f"heavygym-{re.sub(r'[^a-z0-9_.-]', '-', self.gym.lower())}:{digest}"
+
+
+def _labels(recipe: Recipe) -> list[str]:
+    """The image's labels: its recipe's tag, and what the container needs (gyms/docker_sandbox.py reads it)."""
+    labels = [f"heavygym.recipe={recipe.tag}"]
+    if recipe.memory_mb is not None:
+        labels.append(f"{MEMORY_LABEL}={recipe.memory_mb}")
+    return labels
+
+
+def _closure(names: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
+    """The installed distributions `names` and, recursively, those they require (extras left out)."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in found:
+            continue
+        try:
+            found[key] = dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            raise ImageError(f"the image needs the Python distribution {name!r}, which is not installed here "
+                             f"({sys.prefix}): install the project's environment first (make setup)") from None  # fmt: skip
+        for line in dist.requires or []:
+            required = Requirement(line)
+            if required.marker is None or required.marker.evaluate({"extra": ""}):
+                todo.append(required.name)
+    return sorted(found.values(), key=lambda d: d.metadata["Name"].lower())
 
 
 def recipe_path(gym: str) -> Path:
@@ -84,11 +158,24 @@ def load(gym: str, path: Path | None = None) -> Recipe:
     if not isinstance(packages, list) or not all(isinstance(p, str) and re.fullmatch(r"[a-z0-9][a-z0-9+.-]*", p)
                                                  for p in packages):  # fmt: skip
         raise ImageError(f"{path}: packages must be a list of Debian package names")
-    unknown = set(data) - {"base", "suite", "packages"}
+    unknown = set(data) - {"base", "suite", "packages", "python", "stage", "memory_mb"}
     if unknown:
-        raise ImageError(f"{path}: unknown keys {', '.join(sorted(unknown))}; the keys are base, suite, packages")
+        raise ImageError(f"{path}: unknown keys {', '.join(sorted(unknown))}; the keys are base, suite, packages, "
+                         "python, stage, memory_mb")  # fmt: skip
+    memory_mb = data.get("memory_mb")
+    if memory_mb is not None and not (isinstance(memory_mb, int) and memory_mb >= 64):
+        raise ImageError(f"{path}: memory_mb must be a whole number of MB, at least 64")
+    python = data.get("python", [])
+    if not isinstance(python, list) or not all(isinstance(p, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", p)
+                                               for p in python):  # fmt: skip
+        raise ImageError(f"{path}: python must be a list of distribution names (versions come from the host)")
+    if python and "python3" not in packages:
+        raise ImageError(f"{path}: python distributions need the interpreter: add \"python3\" to packages")
+    stage = data.get("stage")
+    if stage is not None and not (isinstance(stage, str) and re.fullmatch(r"[A-Za-z_][\w.]*", stage)):
+        raise ImageError(f"{path}: stage must name a module (package.module)")
     return Recipe(gym, path, str(data.get("base", "debian:bookworm-slim")), str(data.get("suite", "bookworm")),
-                  tuple(packages), text)  # fmt: skip
+                  tuple(packages), tuple(python), stage, memory_mb, text)  # fmt: skip
 
 
 def gyms_with_images() -> list[str]:
@@ -140,7 +227,7 @@ def build(gym: str, say=print) -> Built:  # type: ignore[no-untyped-def]
         return Built(recipe.tag, found, "cached", time.monotonic() - started)
     how = "registry" if _pulled(recipe.base, say) else "debootstrap"
     if how == "registry":
-        _build_from_registry(recipe)
+        _build_from_registry(recipe, say)
     else:
         _build_by_debootstrap(recipe, say)
     built = image_id(recipe.tag)
@@ -162,14 +249,49 @@ def _pulled(base: str, say) -> bool:  # type: ignore[no-untyped-def]
     return False
 
 
-def _build_from_registry(recipe: Recipe) -> None:
+PYTHON_DIR = f"usr/local/lib/python3.{sys.version_info.minor}/dist-packages"  # on Debian's python3's path
+
+
+def _overlay(recipe: Recipe, root: Path, say) -> None:  # type: ignore[no-untyped-def]
+    """Put the recipe's Python distributions and its stage's files below `root`."""
+    if recipe.python:
+        target = root / PYTHON_DIR
+        pins = recipe.pins()
+        say(f"copying {len(pins)} Python distributions from {sys.prefix}: {', '.join(pins)}")
+        for dist in _closure(recipe.python):
+            for file in dist.files or []:
+                if file.parts[0] == "..":  # a script or data file outside site-packages
+                    continue
+                dest = target / file
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(dist.locate_file(file), dest)
+    module = recipe.stage_module()
+    if module is not None:
+        say(f"staging {recipe.stage}: {', '.join(f'{k} {v}' for k, v in module.inputs().items())}")
+        module.stage(root)
+
+
+def _check_python(root: Path) -> None:
+    """The image's python3 must read the copied distributions: the host's minor version."""
+    if not (root / "usr/lib" / f"python3.{sys.version_info.minor}").is_dir():
+        found = sorted(p.name for p in (root / "usr/lib").glob("python3.*"))
+        raise ImageError(f"the image's Python is {', '.join(found) or 'missing'}, the host's 3.{sys.version_info.minor}: "
+                         "the copied distributions need the same minor version (pick a suite that has it)")  # fmt: skip
+
+
+def _build_from_registry(recipe: Recipe, say) -> None:  # type: ignore[no-untyped-def]
     install = ""
     if recipe.packages:
         install = ("RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
                    f"{' '.join(recipe.packages)} && rm -rf /var/lib/apt/lists/*\n")  # fmt: skip
-    dockerfile = f"FROM {recipe.base}\n{install}LABEL heavygym.recipe={recipe.tag}\n"
+    check = ""
+    if recipe.python:
+        check = f"RUN test -d /usr/lib/python3.{sys.version_info.minor}\n"  # the host's minor version (_check_python)
+    dockerfile = f"FROM {recipe.base}\n{install}{check}COPY overlay/ /\nLABEL {' '.join(_labels(recipe))}\n"
     with tempfile.TemporaryDirectory() as context:
         Path(context, "Dockerfile").write_text(dockerfile)
+        Path(context, "overlay").mkdir()
+        _overlay(recipe, Path(context, "overlay"), say)
         done = subprocess.run([docker_binary(), "build", "-q", "-t", recipe.tag, context], capture_output=True,
                               text=True)  # fmt: skip
     if done.returncode != 0:
@@ -213,11 +335,14 @@ def _build_by_debootstrap(recipe: Recipe, say) -> None:  # type: ignore[no-untyp
         if done.returncode != 0:
             tail = (done.stderr.strip() or done.stdout.strip())[-800:]
             raise ImageError(f"debootstrap of {recipe.tag} failed: {tail}")
+        if recipe.python:
+            _check_python(root)
+        _overlay(recipe, root, say)
         shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
         (root / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        imported = subprocess.run([docker_binary(), "import", "--change", f"LABEL heavygym.recipe={recipe.tag}",
-                                   "--change", "CMD [\"sh\"]", "-", recipe.tag],
+        labels = [arg for label in _labels(recipe) for arg in ("--change", f"LABEL {label}")]
+        imported = subprocess.run([docker_binary(), "import", *labels, "--change", "CMD [\"sh\"]", "-", recipe.tag],
                                   stdin=tar.stdout, capture_output=True, text=True)  # fmt: skip
         assert tar.stdout is not None
         tar.stdout.close()

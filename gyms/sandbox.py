@@ -282,6 +282,13 @@ class Sandbox:
         return "process"
 
     @property
+    def python(self) -> str:
+        """The interpreter for a gym's checker program (gyms/math/verifier.py): the host's, with the
+        project's environment, or under docker the image's python3, which holds the distributions
+        the gym's recipe copied (gyms/images.py). Pass the program in `expose` so docker mounts it."""
+        return "/usr/bin/python3" if self.backend == "docker" else sys.executable
+
+    @property
     def drops_root(self) -> bool:
         return self.backend in ("bwrap", "docker") and os.geteuid() == 0
 

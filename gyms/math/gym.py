@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-import sys
 import time
 from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
@@ -17,7 +16,7 @@ from gyms.math.shape import SEVERAL, screen, shape_of, value_of
 from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
 from gyms.options import Options
 from gyms.resources import per_process
-from gyms.sandbox import SandboxError
+from gyms.sandbox import Sandbox, SandboxError
 from gyms.warm import WALL_PER_CPU, WarmCrash, WarmProcess, WarmTimeout
 
 REASONING_GYM = "reasoning-gym"
@@ -48,9 +47,11 @@ RETRY = " You may try again."
 
 def checker() -> WarmProcess:
     """This process's math-verify checker, started on first use and reused by every episode."""
-    return per_process("math-verify", lambda: WarmProcess(
-        argv=[sys.executable, "-I", str(VERIFIER)], name="math-verify", memory_mb=1024,
-    ))  # fmt: skip
+    def start() -> WarmProcess:
+        sandbox = Sandbox(expose=[VERIFIER])  # docker mounts the program read-only; bwrap reads it anyway
+        return WarmProcess([sandbox.python, "-I", str(VERIFIER)], name="math-verify", memory_mb=1024, sandbox=sandbox)
+
+    return per_process("math-verify", start)
 
 
 class MathEpisode(Episode):

@@ -66,8 +66,9 @@ class RumocaBackend:
             raise BackendFault(f"rumoca is not installed in {sys.prefix}; {INSTALL_HINT}")
         self.config = config
         self.needs_workdir = not config.warm
-        self._sandbox = Sandbox(expose=self.config.roots)  # users' libraries, wherever they live
-        self._argv = [sys.executable, "-I", str(RUNNER)]
+        # Users' libraries, wherever they live, and the runner itself (docker mounts both read-only).
+        self._sandbox = Sandbox(expose=[*self.config.roots, RUNNER])
+        self._argv = [self._sandbox.python, "-I", str(RUNNER)]
         self._warm: WarmProcess | None = None
         self._reference_runner: WarmProcess | None = None
         if config.warm:
