@@ -33,6 +33,8 @@ wall timeout               kills the process group              kills the `docke
                                                                 (`kill -KILL -1` as that uid); if that
                                                                 fails, the container is removed
 output caps                `Limits.output_bytes` per stream     the same code (`_collect`) on the exec's pipes
+`cpu_s`, `peak_rss_mb`     rusage of the reaped process tree    the container's cgroup: everything in the
+                                                                container during the run (see below)
 answer keys                masked (`hide_from_sandboxes`)       never mounted: the container sees its image
                                                                 and the worker's work directories only
 =========================  ===================================  ==========================================
@@ -62,6 +64,34 @@ removes the container of a worker it stops (fault, timeout kill, close: `remove_
 and the first container a process starts sweeps the containers of this host whose worker or
 pool no longer runs (`sweep`), so a killed trainer's leftovers go at the next start.
 
+What a run used
+---------------
+The host reaps only the `docker exec` client, so `Sandbox.run` reads the container's cgroup
+instead: the kernel keeps it, and nothing in the container can write it (read-only cgroup mount,
+no capabilities); no figure comes from a program inside. When the container starts, `docker
+inspect` gives its pid 1, whose /proc/PID/cgroup names its cgroup in each hierarchy (cgroupfs or
+systemd driver, cgroup v1 or v2: `cgroup_of`); the paths are kept until the container goes.
+Around each run (`Meter`: two small reads and one write, ~0.1 ms, no docker call):
+
+* `cpu_s`: the cgroup's cumulative CPU time (v1 `cpuacct.usage`, v2 `cpu.stat` usage_usec)
+  after the exec client is reaped (after the kill inside, on a timeout), less that before the
+  command started. RLIMIT_CPU's SIGKILL therefore reads as "cpu-limit" as under bwrap.
+* `peak_rss_mb`: the memory cgroup's high-water mark (v1 `memory.max_usage_in_bytes`, v2
+  `memory.peak`), reset to the current usage just before the command. It is memory charged to
+  the container, not a resident size: anonymous memory, the page cache of the files read, the
+  files in its /tmp and work directories (tmpfs), kernel memory; so it starts from what the
+  container already holds (2-3 MB for `true` in the verilog image).
+* Both figures are the whole container's during the run: the exec's start (runc, prlimit: about
+  0.02 s of CPU) and anything else in it. A worker runs one command at a time, but a warm
+  checker (gyms/warm.py: a long-lived Lean or math checker) may sit idle beside it: its CPU
+  time meanwhile, and all of its memory, count in the run's figures.
+* Not measured: where the cgroup cannot be read (a rootless daemon's or another host's: a
+  remote DOCKER_HOST, Docker Desktop's VM, whose pids are not this host's), `cpu_measured` is
+  False and `cpu_s` is the wall time (so RLIMIT_CPU's SIGKILL still reads as "cpu-limit"), and
+  `peak_rss_mb` reads 0, which no measured run reads. The peak alone reads 0 where its reset is
+  refused (not root; cgroup v2 before Linux 6.12, whose `memory.peak` cannot be reset): the
+  unreset mark is the container's lifetime peak, not the run's.
+
 Why the Docker CLI, not the Docker SDK for Python
 -------------------------------------------------
 `docker exec` as a child process gives the sandbox the same pipes, the same capped reads and the
@@ -75,9 +105,9 @@ What it does not cover (beyond bwrap's list in gyms/sandbox.py)
 ----------------------------------------------------------------
 * `Sandbox.run(shared=...)` (a writable compiler cache shared by episodes, Verilator's ccache):
   not mounted; such runs raise `SandboxError`. Icarus runs need none.
-* CPU seconds and peak memory of a run are not measured: the host reaps only the `docker exec`
-  client. `SandboxRun.cpu_s` reads the wall time (so a kernel SIGKILL at RLIMIT_CPU is still
-  told from a crash), `peak_rss_mb` reads 0.
+* A run's CPU seconds and peak memory are the whole container's during the run, a warm
+  checker's beside it included, and are not measured where its cgroup is out of reach ("What a
+  run used" above).
 * An episode held open across a worker fault cannot continue on another worker: its files are
   in the dead worker's directory, which the next container does not mount (SandboxError).
 * The kernel is shared with the host, as under bwrap: a kernel exploit escapes both.
@@ -88,6 +118,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -95,6 +126,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from multiprocessing import util
 from pathlib import Path
 
@@ -241,6 +273,136 @@ def remove_containers_of(pid: int) -> int:
     return _remove([cid for cid, labels in _containers(WORKER_LABEL) if labels.get(WORKER_LABEL, "").startswith(prefix)])
 
 
+# -- what a run used: the container's cgroup ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cgroup:
+    """The host's paths to where the kernel accounts the container's CPU time and memory; None
+    where this host cannot read (or, for the peak, reset) them."""
+
+    cpu: Path | None = None  # cgroup v1 cpuacct.usage (ns), or v2 cpu.stat (usage_usec)
+    peak: Path | None = None  # cgroup v1 memory.max_usage_in_bytes, or v2 memory.peak
+
+
+def _unescape(field: str) -> str:  # mountinfo writes space, tab, newline and backslash as \ooo
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def cgroup_of(cid: str, pid: int) -> Cgroup:
+    """The cgroup files of container `cid`, whose pid 1 is host process `pid` (`docker inspect`'s
+    State.Pid). /proc/PID/cgroup names its cgroup in each hierarchy whatever the daemon's cgroup
+    driver (cgroupfs or systemd) and version; /proc/self/mountinfo says where each is mounted. The
+    path must name the container's full id: a pid of another pid namespace or host (a remote
+    DOCKER_HOST, Docker Desktop's VM) is not the container here, and a path outside this process's
+    cgroup namespace ("/..") is not reachable; either reads as not measured."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        mountinfo = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return Cgroup()
+    where: dict[str, str] = {}  # controller ("" for the v2 hierarchy) -> the cgroup's path in it
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            where[controller] = path
+    mounts: dict[str, tuple[str, str]] = {}  # controller -> (the mount's root in the hierarchy, mount point)
+    for line in mountinfo:
+        fields = line.split()
+        rest = fields[fields.index("-", 6) + 1 :]  # after the optional fields
+        if rest[0] == "cgroup2":
+            mounts.setdefault("", (_unescape(fields[3]), _unescape(fields[4])))
+        elif rest[0] == "cgroup":
+            for option in rest[2].split(","):
+                mounts.setdefault(option, (_unescape(fields[3]), _unescape(fields[4])))
+
+    def file(controller: str, name: str) -> Path | None:
+        path, mount = where.get(controller), mounts.get(controller)
+        if path is None or mount is None or cid not in path or "/.." in path:
+            return None
+        root, point = mount
+        if root != "/":
+            if not path.startswith(root.rstrip("/") + "/"):
+                return None
+            path = path[len(root.rstrip("/")) :]
+        found = Path(point + path) / name
+        return found if found.is_file() else None
+
+    # v1 where the controller is mounted as v1 (v1 and hybrid hosts), else the v2 hierarchy.
+    cpu = file("cpuacct", "cpuacct.usage") or file("", "cpu.stat")
+    peak = file("memory", "memory.max_usage_in_bytes") or file("", "memory.peak")
+    if cpu is not None and _cpu_ns(cpu) is None:
+        cpu = None
+    if peak is not None:
+        fd = _reset_peak(peak)  # a peak that cannot be reset would be the container's, not the run's
+        if fd is None:
+            peak = None
+        else:
+            os.close(fd)
+    return Cgroup(cpu, peak)
+
+
+def _cpu_ns(path: Path) -> int | None:
+    """The cgroup's cumulative CPU time in ns (children included), None if unreadable."""
+    try:
+        text = path.read_text()
+        if path.name == "cpuacct.usage":
+            return int(text)
+        return 1000 * next(int(line.split()[1]) for line in text.splitlines() if line.startswith("usage_usec "))
+    except (OSError, ValueError, StopIteration):
+        return None
+
+
+def _reset_peak(path: Path) -> int | None:
+    """Reset the high-water mark to the current usage; an open descriptor to read it back through,
+    None if refused (no write access; v2 before Linux 6.12, whose memory.peak is read-only). v2
+    keeps the reset per descriptor (other readers are unaffected), hence one descriptor from the
+    reset to the read; v1 resets the cgroup's one mark."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        os.write(fd, b"0\n")
+        return fd
+    except OSError:
+        os.close(fd)
+        return None
+
+
+class Meter:
+    """One run's reading of the container's cgroup: made just before the command starts (reads the
+    CPU counter, resets the memory peak), `read()` once it has ended. Both files are the kernel's:
+    nothing in the container can write them (read-only cgroup mount, no capabilities)."""
+
+    def __init__(self, cgroup: Cgroup) -> None:
+        self.cgroup = cgroup
+        self.cpu_ns = None if cgroup.cpu is None else _cpu_ns(cgroup.cpu)
+        self.peak_fd = None if cgroup.peak is None else _reset_peak(cgroup.peak)
+
+    def read(self) -> tuple[float | None, float | None]:
+        """(CPU seconds, peak memory in MB) of the container since the meter was made; None
+        for a figure not measured."""
+        cpu_s = peak_mb = None
+        if self.cpu_ns is not None and self.cgroup.cpu is not None:
+            now = _cpu_ns(self.cgroup.cpu)  # None once the container is gone (removed after a failed kill)
+            cpu_s = None if now is None else (now - self.cpu_ns) / 1e9
+        if self.peak_fd is not None:
+            try:
+                peak_mb = int(os.pread(self.peak_fd, 64, 0)) / 2**20
+            except (OSError, ValueError):
+                pass
+        self.close()
+        return cpu_s, peak_mb
+
+    def close(self) -> None:
+        fd, self.peak_fd = self.peak_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    __del__ = close  # a run that raised before `read()`
+
+
 # -- the container ------------------------------------------------------------------------------
 
 _names = itertools.count()
@@ -263,6 +425,7 @@ class Container:
         self.root = Path(tempfile.mkdtemp(prefix=f"heavygym-docker-{_owner_stamp()}-", dir=shm_root()))
         os.chmod(self.root, 0o711)  # traversable, not listable, inside
         self.id: str | None = None
+        self.cgroup = Cgroup()  # the running container's, found at its start
         self.closed = False
         self._lock = threading.Lock()
         util.Finalize(self, self.close, exitpriority=10)
@@ -292,7 +455,15 @@ class Container:
             if done.returncode != 0:
                 raise SandboxError(f"could not start a container of {self.image}: {done.stderr.strip()}")
             self.id = done.stdout.strip()
+            self.cgroup = Cgroup()
+            found = docker("inspect", "--format", "{{.State.Pid}}", self.id, check=False)  # once per container
+            if found.returncode == 0 and found.stdout.strip().isdigit():
+                self.cgroup = cgroup_of(self.id, int(found.stdout))
             return self.id
+
+    def meter(self) -> Meter:
+        """A meter of the running container's usage (`Sandbox.run`, just before a command)."""
+        return Meter(self.cgroup)
 
     def exec_argv(self, argv: Sequence[str], workdir_path: Path, user: str, env: Mapping[str, str],
                   interactive: bool) -> list[str]:  # fmt: skip
@@ -327,6 +498,7 @@ class Container:
         """Remove the container (the next command starts another); the work directories stay."""
         with self._lock:
             cid, self.id = self.id, None
+            self.cgroup = Cgroup()
         if cid is not None:
             try:
                 _remove([cid])

@@ -114,13 +114,19 @@ class SandboxRun:
     stdout: str
     stderr: str
     wall_s: float
+    # bwrap and process: the rusage of the reaped process tree. docker: the container's cgroup,
+    # i.e. everything in the container during the run (gyms/docker_sandbox.py, "What a run used").
     cpu_s: float
     # Kernel high-water mark of the process tree. Linux carries the launching process's
     # resident size at fork across exec, so this is an upper bound: launch from small
-    # processes (gym pool workers are) for a tight figure.
+    # processes (gym pool workers are) for a tight figure. docker: the container's memory
+    # cgroup's high-water mark. 0: not measured (docker where the cgroup cannot be read or reset).
     peak_rss_mb: float
     killed: str | None  # "timeout", "cpu-limit", "file-size-limit" or None
     truncated: bool  # output exceeded Limits.output_bytes
+    # False: nothing measured the CPU time (docker where the container's cgroup cannot be read)
+    # and `cpu_s` is the wall time standing in for it.
+    cpu_measured: bool = True
 
     @property
     def ok(self) -> bool:
@@ -418,8 +424,10 @@ class Sandbox:
     ) -> SandboxRun:
         """Run `argv` to completion (or to a limit) in `workdir`."""
         lim = limits or self.limits
+        meter = None
         if self.container is not None:
             self.container.ensure()  # a container's start (a second or more) is not the command's time
+            meter = self.container.meter()
         start = time.monotonic()
         proc = self.popen(
             argv,
@@ -452,12 +460,14 @@ class Sandbox:
         wall = time.monotonic() - start
         if workdir.uid is not None:
             kill_uid(workdir.uid)  # anything that escaped the process group
-        cpu_s, rss_mb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
-        if self.container is not None:
-            # The host reaped only the docker client: CPU time is not measured, and the wall time
-            # stands in for it (an upper bound for one thread), so that a kernel SIGKILL at the CPU
-            # limit still reads as "cpu-limit" (`_limit_hit`). Peak memory is not measured (0).
-            cpu_s, rss_mb = wall, 0.0
+        cpu_s, rss_mb, cpu_measured = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, True
+        if self.container is not None and meter is not None:
+            # The host reaped only the docker client: the container's cgroup tells what the run used.
+            # Where it cannot be read, the wall time stands in for the CPU time (so that a kernel
+            # SIGKILL at the CPU limit still reads as "cpu-limit", `_limit_hit`) and the peak reads 0.
+            cpu_used, peak_mb = meter.read()
+            cpu_measured = cpu_used is not None
+            cpu_s, rss_mb = cpu_used if cpu_used is not None else wall, peak_mb or 0.0
             daemon_said = "Error response from daemon" in stderr.text()[-2000:]  # or the command printed it
             if proc.returncode != 0 and not timed_out and daemon_said and not self.container.running():
                 self.container.discard()  # the container died under the command: the infrastructure's fault
@@ -472,6 +482,7 @@ class Sandbox:
             peak_rss_mb=rss_mb,
             killed="timeout" if timed_out else _limit_hit(proc.returncode, cpu_s, lim),
             truncated=stdout.dropped > 0 or stderr.dropped > 0,
+            cpu_measured=cpu_measured,
         )
 
 
@@ -534,9 +545,10 @@ def _reap(pid: int, deadline: float) -> tuple[int, object] | None:
 
 def _limit_hit(returncode: int, cpu_s: float, limits: Limits) -> str | None:
     # The CPU limit sends SIGXCPU, which a pid-1 process ignores; SIGKILL follows at the hard limit.
-    # The kernel enforces the limit on tick-sampled CPU time, while rusage reports the precise
-    # run time: under load a process is killed at as little as 2/3 of the limit by rusage. Our
-    # own SIGKILLs are timeouts, reported as such, so a SIGKILL after half the limit is the limit.
+    # The kernel enforces the limit on tick-sampled CPU time, while rusage (docker: the cgroup)
+    # reports the precise run time: under load a process is killed at as little as 2/3 of the
+    # limit by it. Our own SIGKILLs are timeouts, reported as such, so a SIGKILL after half the
+    # limit is the limit.
     if returncode == -signal.SIGXCPU or (returncode == -signal.SIGKILL and cpu_s >= limits.cpu_s / 2):
         return "cpu-limit"
     if returncode == -signal.SIGXFSZ:

@@ -266,3 +266,60 @@ def test_an_episode_cannot_enter_another_episodes_directory(sandbox):
         done = run(sandbox, mine, f"cat '{other.path}/design.sv'; ls '{other.path}'; ls '{sandbox.container.root}'")
         assert "answer" not in done.stdout and "design.sv" not in done.stdout, done.output
         assert "Permission denied" in done.stderr, done.output
+
+
+# -- what a run used: the container's cgroup ----------------------------------------------------
+
+# dash's loop of builtins: all its CPU time is the shell's own, which `times` then prints.
+SPIN = "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done"
+
+
+def reported_cpu_s(times_output: str) -> float:
+    """The sum of dash's `times` lines ("0m1.23s 0m0.01s"): the command's own CPU time."""
+    total = 0.0
+    for field in times_output.split():
+        minutes, _, seconds = field.rstrip("s").partition("m")
+        total += 60 * int(minutes) + float(seconds)
+    return total
+
+
+def test_cpu_seconds_are_the_containers(sandbox, workdir):
+    spin = run(sandbox, workdir, f"{SPIN}; times", wall_s=60)
+    assert spin.ok and spin.cpu_measured, spin
+    own = reported_cpu_s(spin.stdout)
+    # The cgroup's figure is the command's own CPU time plus the exec's start (runc, prlimit, sh).
+    assert spin.cpu_s >= 0.5 and own - 0.05 <= spin.cpu_s <= own + 0.3, (spin.cpu_s, own, spin.wall_s)
+    sleep = run(sandbox, workdir, "sleep 1")
+    assert sleep.ok and sleep.cpu_measured and sleep.wall_s >= 1 and sleep.cpu_s < 0.3, sleep
+
+
+def test_peak_memory_is_the_runs_not_the_containers(sandbox, workdir):
+    # tail keeps a line without a newline in memory: 200 MB of zeros, touched.
+    big = run(sandbox, workdir, "head -c 200m /dev/zero | tail >/dev/null", wall_s=60)
+    assert big.ok and big.peak_rss_mb >= 150, big
+    tiny = run(sandbox, workdir, "true")  # the high-water mark was reset before it
+    assert tiny.ok and 0 < tiny.peak_rss_mb < 50, tiny
+
+
+def test_a_cpu_limit_kill_reads_as_such(sandbox, workdir):
+    done = run(sandbox, workdir, "while :; do :; done", cpu_s=1, wall_s=20)
+    assert done.returncode == -signal.SIGKILL and done.wall_s < 15, done  # RLIMIT_CPU's kill, not the timeout
+    assert done.killed == "cpu-limit", done  # `_limit_hit`: a SIGKILL after half the limit's CPU time
+    assert done.cpu_measured and 0.5 <= done.cpu_s < 3, done
+
+
+def test_without_the_cgroup_the_figures_read_as_not_measured(sandbox, workdir):
+    sandbox.container.ensure()
+    found = sandbox.container.cgroup
+    assert found.cpu is not None and sandbox.container.id in str(found.cpu), found  # this host can read it
+    sandbox.container.cgroup = docker_sandbox.Cgroup()  # as where the daemon's cgroups are out of reach
+    try:
+        blind = run(sandbox, workdir, SPIN, wall_s=60)
+    finally:
+        sandbox.container.cgroup = found
+    assert blind.ok and not blind.cpu_measured and blind.cpu_s == blind.wall_s and blind.peak_rss_mb == 0, blind
+    # A restarted container's cgroup is found afresh.
+    sandbox.container.discard()
+    again = run(sandbox, workdir, "true")
+    assert again.cpu_measured and again.peak_rss_mb > 0, again
+    assert sandbox.container.cgroup != found and sandbox.container.id in str(sandbox.container.cgroup.cpu)
