@@ -641,7 +641,9 @@ def _reachable(paths: Sequence[str]) -> list[str]:
         p = Path(path)
         if any(b == p or b in p.parents for b in bound):
             continue  # already visible through an enclosing bind
-        blocked = next((a for a in [*reversed(p.parents), p] if not os.stat(a).st_mode & 0o001), None)
+        # Directories must be traversable (o+x); an exposed file is read, not traversed.
+        chain = [*reversed(p.parents), *([p] if p.is_dir() else [])]
+        blocked = next((a for a in chain if not os.stat(a).st_mode & 0o001), None)
         if blocked is None:
             continue
         if str(blocked) not in masks:

@@ -26,7 +26,7 @@ import os
 import selectors
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, NoReturn
 
 from gyms import hostfs
@@ -115,13 +115,26 @@ class SandboxedPipe:
         assert self._proc is not None
         deadline = time.monotonic() + wall_s
         self.last_cpu_s = None
-        clock = None if cpu_s is None else _CpuClock(self._proc.pid, self._tree, cpu_s)
+        clock = None if cpu_s is None else _CpuClock(self._processes(), self._tree, cpu_s)
         self._send(request, deadline)
         reply = self._receive(deadline, clock)
         if clock is not None:
             self.last_cpu_s = clock.spent_s()
             self._tree = clock.pids
         return reply
+
+    def _processes(self) -> Callable[[], dict[int, float]]:
+        """How to find the checker's processes and their CPU seconds: the tree below the process
+        the host started, or under docker, where that process is only the `docker exec` client and
+        the checker runs below the container's init, every process of the work directory's uid
+        (its own, as root; without root the client's tree is all there is, and only the wall
+        limit holds)."""
+        assert self._proc is not None
+        uid = self._workdir.uid if self._workdir is not None else None
+        if self.sandbox.container is not None and uid is not None:
+            return lambda: _uid_cpu(uid)
+        root = self._proc.pid
+        return lambda: _tree_cpu(root)
 
     def _send(self, data: bytes, deadline: float) -> None:
         # Non-blocking writes: a stuck checker with a full pipe must not block us.
@@ -270,11 +283,11 @@ class _CpuClock:
     the checker starts meanwhile count too (their whole lives: they were born during the request).
     A process's figure includes the children it has reaped."""
 
-    def __init__(self, root: int, known: list[int], budget_s: float) -> None:
-        self.root = root
+    def __init__(self, find: Callable[[], dict[int, float]], known: list[int], budget_s: float) -> None:
+        self.find = find  # one scan: the tree's processes and their CPU seconds
         self.budget_s = budget_s
         # The tree found by the last request of this process: reading it costs far less than a scan.
-        self.pids = known or list(_tree_cpu(root))
+        self.pids = known or list(find())
         self._start = _cpu_of(self.pids)
         self._interval = min(_CPU_READ_MAX_S, max(_CPU_READ_MIN_S, budget_s / _CPU_READS_PER_BUDGET))
         self._next_read = time.monotonic() + self._interval
@@ -287,7 +300,7 @@ class _CpuClock:
         if time.monotonic() < self._next_read:
             return False
         self._next_read = time.monotonic() + self._interval
-        return self._spent(_tree_cpu(self.root)) > self.budget_s
+        return self._spent(self.find()) > self.budget_s
 
     def spent_s(self) -> float:
         """What the tree, as last found, has spent so far."""
@@ -314,6 +327,18 @@ def _tree_cpu(root: int) -> dict[int, float]:
             tree[pid] = cpu[pid]
             todo += children.get(pid, [])
     return tree
+
+
+def _uid_cpu(uid: int) -> dict[int, float]:
+    """CPU seconds of every process whose owner is host uid `uid` (one scan of /proc)."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid and (stat := _stat(int(entry.name))) is not None:
+                found[int(entry.name)] = stat[1]
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def _cpu_of(pids: list[int]) -> dict[int, float]:
