@@ -19,7 +19,8 @@ work directory             the episode's /dev/shm dir, bound    the worker's /de
                                                                 by RLIMIT_FSIZE in both
 /tmp                       host /tmp, read-only                 `--tmpfs /tmp` capped at `Limits.file_mb`
 memory                     RLIMIT_AS per command                RLIMIT_AS per command (same `prlimit`) and
-                                                                `--memory` (= `--memory-swap`) per container
+                                                                `--memory` (= `--memory-swap`) per container,
+                                                                the image's `heavygym.memory_mb` or 2 GB
 processes                  RLIMIT_NPROC per uid                 RLIMIT_NPROC per uid and `--pids-limit`
 CPU                        RLIMIT_CPU                           RLIMIT_CPU and `--cpus`
 capabilities               `--cap-drop ALL`                     `--cap-drop ALL`
@@ -35,8 +36,10 @@ wall timeout               kills the process group              kills the `docke
 output caps                `Limits.output_bytes` per stream     the same code (`_collect`) on the exec's pipes
 `cpu_s`, `peak_rss_mb`     rusage of the reaped process tree    the container's cgroup: everything in the
                                                                 container during the run (see below)
-answer keys                masked (`hide_from_sandboxes`)       never mounted: the container sees its image
-                                                                and the worker's work directories only
+answer keys                masked (`hide_from_sandboxes`)       never mounted: the container sees its image,
+                                                                the worker's work directories and the
+                                                                paths its sandbox exposes (a gym's checker
+                                                                program, a user's library), read-only
 =========================  ===================================  ==========================================
 
 Where an episode's files are

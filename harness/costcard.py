@@ -4,7 +4,7 @@ A card holds the service-time distribution of one gym step (equally likely value
 episode takes, the tokens a turn's feedback adds to the next prompt, timeout and error rates, CPU
 seconds and peak memory per call, and the gym's tool versions. Cards come from two places:
 
-* `harness.gymcost.measure` (`harness gyms card NAME`): every replay candidate of each
+* `harness.gymcost.measure` (`harness gyms profile NAME`): every replay candidate of each
   task through a GymPool, weighted to the replay policy's action mix.
 * `from_run`: a benchmark run's own gym_step spans (`harness benchmark` writes card.json;
   older runs are derived on demand).
@@ -24,13 +24,13 @@ from harness.rundir import Run, load_run, load_summary
 from harness.sim.distribution import Distribution
 from trainer.timeline import Span
 
-CARDS = Path("cards")  # under the results root: where `harness gyms card` writes by default
+CARDS = Path("cards")  # under the results root: where `harness gyms profile` writes by default
 
 
 @dataclass(frozen=True)
 class CostCard:
     gym: str
-    source: str  # "gyms card" (measured by harness gyms card; "profile" in cards written before) or "run RUN-ID"
+    source: str  # "gyms profile" (measured by harness gyms profile; "profile" in cards written before) or "run RUN-ID"
     tools: dict[str, str]
     service_s: Distribution  # one gym step, under the replay policy's action mix
     turns: tuple[float, ...]  # turns[i]: probability that an episode takes i + 1 turns
@@ -90,7 +90,7 @@ def load(path: Path) -> CostCard:
     try:
         return CostCard.from_json(json.loads(path.read_text()))
     except FileNotFoundError:
-        raise ValueError(f"no cost card at {path}: write one with `harness gyms card GYM --out {path}`") from None
+        raise ValueError(f"no cost card at {path}: write one with `harness gyms profile GYM --out {path}`") from None
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{path} is not a cost card ({type(exc).__name__}: {exc})") from None
 
@@ -185,7 +185,7 @@ def run_card(run_dir: Path) -> CostCard:
 
 def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[CostCard, str]:
     """The card the planner and the simulator use, and where it came from: --card if given;
-    else, in RESULTS and then in the published results: ROOT/cards/GYM.json (`harness gyms card`
+    else, in RESULTS and then in the published results: ROOT/cards/GYM.json (`harness gyms profile`
     writes it), else the newest run of the gym under ROOT/runs/ (its card.json, or one derived
     from its spans)."""
     if card is not None:
@@ -208,7 +208,7 @@ def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[C
     where = " or ".join(str(root) for root in roots)
     raise ValueError(
         f"no cost card for gym {gym!r}: no cards/{gym}.json and no run of it under {where}; "
-        f"run `harness gyms card {gym}` (or `harness benchmark --gym {gym}`), or pass --card PATH"
+        f"run `harness gyms profile {gym}` (or `harness benchmark --gym {gym}`), or pass --card PATH"
     )
 
 

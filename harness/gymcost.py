@@ -1,4 +1,4 @@
-"""`harness gyms card NAME`: a gym's cost card, measured.
+"""`harness gyms profile NAME`: a gym's cost card, measured.
 
 Every replay candidate of each task (`Gym.candidates`, seeded by task id as the replay policy
 seeds it) is stepped once through a GymPool, after a warm-up of one reference answer per
@@ -96,7 +96,7 @@ def measure(
         for kind in sorted({c.expect for _, c, _ in planned})
     }
     return CostCard(
-        gym=gym.name, source="gyms card", tools={**gym.describe(), "sandbox": sandbox_line()}, service_s=Distribution.of(service, weights),
+        gym=gym.name, source="gyms profile", tools={**gym.describe(), "sandbox": sandbox_line()}, service_s=Distribution.of(service, weights),
         turns=tuple(turns), error_rate=_weighted(errors, weights), timeout_rate=_weighted(timed_out, weights),
         workers=pool_size, calls=len(calls), peak_rss_mb=peak_rss_mb, by_expect=by_expect,
         cpu_s_per_call=cpu_s / len(calls), warmup_max_s=max(c.service_s for c in warmup),

@@ -10,13 +10,13 @@ a 2-core machine holds as many gym workers as the target node. Its figures are t
 the target's scale with **emulated gym latency** (docs/benchmarks.md): nothing is checked, so it
 is no environment to train on, and its `describe()` says what it emulates.
 
-Options: `card` (required: a card.json, from a run's directory or `harness gyms card NAME --out
+Options: `card` (required: a card.json, from a run's directory or `harness gyms profile NAME --out
 PATH`), `tasks` (how many synthetic tasks; default 64, the card does not record its gym's), `seed`
 (of the delay draws; default 0).
 
 * Candidates: each task has CHOICES known-good (`pass`) and CHOICES known-bad (`fail`) answers,
   and CHOICES non-terminating ones (`timeout`) where the card measured their time apart
-  (`by_expect`, `harness gyms card`); a card from a run did not, and has its hangs inside its one
+  (`by_expect`, `harness gyms profile`); a card from a run did not, and has its hangs inside its one
   distribution. The replay policy picks among them in its mix (trainer/rules/answers.py). There
   are several of each kind so that the episodes of a group, which share a task, mostly pick
   different answers and so wait independent delays, as the simulator draws them.
@@ -27,7 +27,7 @@ PATH`), `tasks` (how many synthetic tasks; default 64, the card does not record 
 * Turns: at most as many as the card's turn distribution has (`max_turns`). An episode ends at
   its first pass, and the replay policy chooses when that is: each turn passes with its skill
   (0.5), so the turns are that mix's, (0.5, 0.25, 0.25) for three. A card measured by `harness
-  gyms card` on a gym whose every task has a reference has exactly these; a card from a run has
+  gyms profile` on a gym whose every task has a reference has exactly these; a card from a run has
   a shape fitted to its measured mean, which can differ (`describe()` gives both means), and a
   prediction to compare with such a run should use these turns.
 * Feedback: a fail's (or a hang's) message is padded with spaces to the card's `feedback_tokens`
@@ -151,7 +151,7 @@ def _action(kind: str, k: int) -> str:
 
 def _load(text: str, load: Callable[[Path], CostCard]) -> CostCard:
     """The card at `text`, or one error line that names the option and the fix."""
-    fix = "pass a run's card.json (results/runs/RUN/card.json) or one `harness gyms card GYM --out PATH` wrote"
+    fix = "pass a run's card.json (results/runs/RUN/card.json) or one `harness gyms profile GYM --out PATH` wrote"
     if not text:
         raise ValueError(f"the {NAME} gym replays a cost card: give one with -o card=PATH; {fix}")
     where, path = f"{NAME} gym option card={text!r}", Path(text)

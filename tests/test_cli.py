@@ -82,7 +82,7 @@ def test_a_bad_dataset_is_one_line_and_writes_no_run(tmp_path, datasets, name, w
 def test_gyms_check_and_profile_load_the_dataset_first(tmp_path, datasets):
     source = datasets / "corrupt.parquet"
     one_error_line(harness("gyms", "check", "math", "-o", f"source={source}"), str(source))
-    out = harness("gyms", "card", "math", "-o", f"source={source}", "--results", str(tmp_path / "r"))
+    out = harness("gyms", "profile", "math", "-o", f"source={source}", "--results", str(tmp_path / "r"))
     one_error_line(out, str(source))
     assert not (tmp_path / "r").exists()
 
@@ -124,7 +124,7 @@ def test_results_that_cannot_be_made_names_itself_not_its_parent(tmp_path):
     line = one_error_line(benchmark(Path("/proc/heavygym")))
     assert line == ("error: cannot create /proc/heavygym: /proc refuses new files (No such file or directory); "
                     "pass --results DIR, a writable directory")  # fmt: skip
-    line = one_error_line(harness("gyms", "card", "math", "--out", "/proc/heavygym/card.json"))
+    line = one_error_line(harness("gyms", "profile", "math", "--out", "/proc/heavygym/card.json"))
     assert line.startswith("error: cannot create /proc/heavygym: ") and line.endswith("pass --out FILE in a writable directory")
 
 
@@ -152,7 +152,7 @@ def test_outputs_below_a_file_are_refused_before_the_work(tmp_path):
     file = tmp_path / "file"
     file.write_text("")
     one_error_line(harness("calibrate", "--out", str(file / "profile.json")), f"{file}: not a directory")
-    one_error_line(harness("gyms", "card", "math", "--out", str(file / "card.json")), f"{file}: not a directory")
+    one_error_line(harness("gyms", "profile", "math", "--out", str(file / "card.json")), f"{file}: not a directory")
     one_error_line(harness("report", "x", "--results", str(file)), "no run 'x'")
 
 
@@ -165,7 +165,7 @@ def test_tiny_model_writes_a_model_directory_and_refuses_a_used_one(tmp_path):
                    "unknown shape 'qwen3-40b'; known: qwen3-4b")
 
 
-@pytest.mark.parametrize("command", [["benchmark"], ["gyms", "card"], [], ["gyms"]])
+@pytest.mark.parametrize("command", [["benchmark"], ["gyms", "profile"], [], ["gyms"]])
 def test_help_wraps_at_80_columns_and_cuts_nothing(command):
     from typer.testing import CliRunner
 
@@ -179,7 +179,7 @@ def test_help_wraps_at_80_columns_and_cuts_nothing(command):
     expected = {
         "benchmark": "Seed of every random choice the command makes (task order, sampled answers, initial weights, "
                      "simulated draws): the same seed repeats a run.",
-        "gyms card": "Card path (default: RESULTS/cards/NAME.json).",
+        "gyms profile": "Card path (default: RESULTS/cards/NAME.json).",
         "": "Serve a gym as an OpenEnv environment (HTTP and WebSocket reset/step/state), each step checked in the "
             "gym pool's sandboxes, until Ctrl-C.",
         "gyms": "Step one episode of TASK with each answer in turn, in a real pool worker (sandbox, limits and "

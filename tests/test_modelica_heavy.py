@@ -40,7 +40,7 @@ def states(source: str, model: str) -> int:
 def test_the_suite_option_selects_the_heavy_tasks(heavy: ModelicaGym) -> None:
     tasks = heavy.tasks("train") + heavy.tasks("test")
     assert len(tasks) == len(suite_catalog("heavy")) >= 12
-    assert len(heavy.tasks("train")) >= 12  # `harness gyms card` measures the train split
+    assert len(heavy.tasks("train")) >= 12  # `harness gyms profile` measures the train split
     assert all(t.id.startswith("heavy/") for t in tasks)
     assert heavy.describe()["suite"] == "heavy"
     assert heavy.config.sim_timeout_s == 20.0 and heavy.step_timeout_s == 3 * (20.0 + 2.0) * WALL_PER_CPU

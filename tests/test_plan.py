@@ -148,7 +148,7 @@ def test_no_card_names_the_command_that_makes_one(tmp_path, monkeypatch, capsys)
     monkeypatch.chdir(tmp_path)  # no published results/ here either
     code, _, err = harness_here(monkeypatch, capsys, "plan", "--gym", "math", "--accelerators", "8",
                                 "--cores-per-node", "16", "--results", str(tmp_path))  # fmt: skip
-    assert code == 2 and "harness gyms card math" in err
+    assert code == 2 and "harness gyms profile math" in err
 
 
 def test_a_fresh_results_root_plans_from_the_published_runs(tmp_path, monkeypatch):
@@ -169,12 +169,12 @@ def test_card_lookup_prefers_a_profiled_card_then_the_newest_run(tmp_path):
     assert card == HEAVY and where == str(tmp_path / "cards" / "verilog.json")
 
 
-def test_gyms_card_writes_a_card_the_planner_reads(tmp_path, monkeypatch, capsys):
-    code, out, err = harness_here(monkeypatch, capsys, "gyms", "card", "math", "--limit", "2", "--gym-workers", "1",
+def test_gyms_profile_writes_a_card_the_planner_reads(tmp_path, monkeypatch, capsys):
+    code, out, err = harness_here(monkeypatch, capsys, "gyms", "profile", "math", "--limit", "2", "--gym-workers", "1",
                                   "--results", str(tmp_path))  # fmt: skip
     assert code == 0, err
     card = costcard.load(tmp_path / "cards" / "math.json")
-    assert card.source == "gyms card" and card.tools["math-verify"] and card.calls > 2
+    assert card.source == "gyms profile" and card.tools["math-verify"] and card.calls > 2
     assert card.tools["sandbox"] in ("bwrap", "process")  # what the card was measured in
     assert set(card.by_expect) >= {"pass", "fail"} and card.cpu_s_per_call is not None and card.peak_rss_mb > 0
     assert card.turns == pytest.approx(turn_pmf(0.5, 2))  # math: 2 turns, half the answers pass

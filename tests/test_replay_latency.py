@@ -25,7 +25,7 @@ PATH = "harness.replay_latency:ReplayLatencyGym"
 
 def write_card(path: Path, service: list[float], by_expect: dict[str, list[float]] | None = None,
                turns: tuple[float, ...] = (0.5, 0.25, 0.25)) -> Path:  # fmt: skip
-    """A card in card.json's format, as `harness benchmark` and `harness gyms card` write it."""
+    """A card in card.json's format, as `harness benchmark` and `harness gyms profile` write it."""
     card = CostCard(gym="synthetic", source="test", tools={}, service_s=Distribution.of(service), turns=turns,
                     error_rate=0.0, timeout_rate=None, workers=1, calls=len(service),
                     by_expect={k: Distribution.of(v) for k, v in (by_expect or {}).items()})  # fmt: skip

@@ -171,8 +171,8 @@ def gyms_step(
                       f"{escape(', '.join(unstepped))}")  # fmt: skip
 
 
-@gyms_app.command("card")
-def gyms_card(
+@gyms_app.command("profile")
+def gyms_profile(
     name: GymArgument,
     limit: Limit = None,
     gym_workers: GymWorkers = None,

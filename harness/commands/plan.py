@@ -22,7 +22,7 @@ def plan(
     cores_per_node: Annotated[int, typer.Option(help="CPU cores per node (gym workers are at most this).")],
     nodes: Annotated[int, typer.Option(help="Nodes.")] = 1,
     card: Annotated[Optional[Path], typer.Option(help="Cost card JSON. Default: RESULTS/cards/GYM.json "
-                                                 "(harness gyms card GYM), else the newest run of GYM under "
+                                                 "(harness gyms profile GYM), else the newest run of GYM under "
                                                  "RESULTS/runs/, else an error.")] = None,
     profile: Profile = DEFAULT_PROFILE,
     placement: Placement = DEFAULT_PLACEMENT,

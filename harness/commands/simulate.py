@@ -33,7 +33,7 @@ def simulate(
     run: Annotated[Optional[str], typer.Option(help="Re-simulate this run (id or directory) from its own "
                                                  "measurements; prints predicted vs measured.")] = None,
     gym: Annotated[Optional[str], typer.Option(help="Gym whose cost card to use (found as harness plan finds it).")] = None,
-    card: Annotated[Optional[Path], typer.Option(help="A cost card JSON (harness gyms card).")] = None,
+    card: Annotated[Optional[Path], typer.Option(help="A cost card JSON (harness gyms profile).")] = None,
     profile: Profile = DEFAULT_PROFILE,
     mode: Mode = "both",
     steps: Annotated[Optional[int], typer.Option(help="Optimizer steps; the first is warm-up (default 10).")] = None,
