@@ -44,16 +44,19 @@ answer keys                masked (`hide_from_sandboxes`)       never mounted: t
 
 Where an episode's files are
 ----------------------------
-A running container cannot gain mounts, so each worker bind-mounts one private directory,
-`/dev/shm/heavygym-docker-pid<PID>.<START>-XXXXXXXX` (mode 0711: it cannot be listed inside),
-at the same path, and makes its episodes' work directories inside it. Paths therefore mean the
-same on both sides (a gym passes host paths in its commands unchanged). This is safe because
+A running container cannot gain mounts, so every container of a gym pool on a host bind-mounts
+one directory of that pool, `/dev/shm/heavygym-docker-pid<PID>.<START>-XXXXXXXX` (`pool_dir`:
+named after the pool's process; mode 0711: it cannot be listed inside), at the same path, and
+the workers make their episodes' work directories inside it. An episode's next turn may
+therefore run on any worker of the pool on that host, as under bwrap (a multi-turn episode's
+second turn used to fail on another worker), and paths mean the same on both sides (a gym
+passes host paths in its commands unchanged). This is safe because
 the host reads back only through `gyms.hostfs` (no link the container planted is followed, no
 FIFO blocks the host, reads are capped), exactly as under bwrap, where the same directory is
 bound into the sandbox. As root, each work directory belongs to its own unprivileged uid with
 mode 0700 and the commands run as that uid, so an episode cannot enter another's directory.
 Without root every command runs as the caller's uid: an episode can read another episode's
-directory of the same worker if it guesses its random name (the root cannot be listed).
+directory of the same pool if it guesses its random name (the root cannot be listed).
 
 Lifetime and labels
 -------------------
@@ -111,21 +114,23 @@ What it does not cover (beyond bwrap's list in gyms/sandbox.py)
 * A run's CPU seconds and peak memory are the whole container's during the run, a warm
   checker's beside it included, and are not measured where its cgroup is out of reach ("What a
   run used" above).
-* An episode held open across a worker fault cannot continue on another worker: its files are
-  in the dead worker's directory, which the next container does not mount (SandboxError).
+* An episode's files are in its pool's directory on one host: its next turn runs on a worker of
+  that host (`gyms.pool._Jobs`, as under bwrap), or not at all (SandboxError).
 * The kernel is shared with the host, as under bwrap: a kernel exploit escapes both.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import itertools
 import json
 import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
-import tempfile
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -134,7 +139,7 @@ from multiprocessing import util
 from pathlib import Path
 
 from gyms import hostfs
-from gyms.sandbox import ENV_BACKEND, SandboxError, _owner_stamp, _process_start, _runs, remove_workdirs_of, shm_root
+from gyms.sandbox import _OWNER_NAME, ENV_BACKEND, SandboxError, _process_start, _runs, remove_workdirs_of, shm_root
 
 ENV_POOL = "HEAVYGYM_POOL"  # the pool's identity, set by a gym pool for its workers
 LABEL = "heavygym"
@@ -264,6 +269,7 @@ def sweep() -> int:
     for _, worker in dead:
         if _identity_runs(worker) is False:  # its pid no longer runs the worker: its directories can go
             remove_workdirs_of(int(worker.rpartition("/pid")[2].split(".")[0]))
+    _sweep_pool_dirs()
     return removed
 
 
@@ -406,6 +412,52 @@ class Meter:
     __del__ = close  # a run that raised before `read()`
 
 
+# -- the pool's directory ----------------------------------------------------------------------
+
+
+def pool_dir(create: bool = True) -> Path:
+    """The directory that every container of this pool on this host mounts, and its episodes'
+    work directories live in (made on first use): an episode's next turn may run on another
+    worker of the pool, whose container then finds its files. Named after the pool's process
+    (`heavygym-docker-pid<PID>.<START>-<8 hex of the pool identity>`): the pool's process removes
+    it at exit where it made it itself, and otherwise the first sweep after the pool's process
+    has gone (`sweep`); mode 0711: traversable inside, not listable."""
+    pool = os.environ.get(ENV_POOL) or identity()
+    stamp = pool.rpartition("/")[2]
+    path = shm_root() / f"heavygym-docker-{stamp}-{hashlib.sha256(pool.encode()).hexdigest()[:8]}"
+    if not create:
+        return path
+    try:
+        os.mkdir(path, 0o711)
+        os.chmod(path, 0o711)  # whatever the umask
+        if pool == identity():  # made by the pool's own process (not a worker): it removes it at exit
+            atexit.register(_remove_at_exit, path)
+    except FileExistsError:
+        pass
+    found = os.lstat(path)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
+        raise SandboxError(f"{path} is not this pool's directory (a link, or another user's): remove it")
+    return path
+
+
+def _remove_at_exit(path: Path) -> None:
+    try:
+        hostfs.remove_tree(path)
+    except OSError:
+        pass
+
+
+def _sweep_pool_dirs() -> None:
+    """Remove the directories of pools whose process no longer runs, with what is left in them."""
+    for entry in os.scandir(shm_root()):
+        owner = _OWNER_NAME.search(entry.name)
+        if entry.name.startswith("heavygym-docker-") and owner and not _runs(int(owner[1]), int(owner[2])):
+            try:
+                hostfs.remove_tree(Path(entry.path))
+            except OSError as exc:
+                warnings.warn(f"could not remove the pool directory {entry.path}: {exc}", stacklevel=2)
+
+
 # -- the container ------------------------------------------------------------------------------
 
 _names = itertools.count()
@@ -425,8 +477,7 @@ class Container:
         self.image = image
         self.expose = tuple(expose)
         self.owner_pid = os.getpid()
-        self.root = Path(tempfile.mkdtemp(prefix=f"heavygym-docker-{_owner_stamp()}-", dir=shm_root()))
-        os.chmod(self.root, 0o711)  # traversable, not listable, inside
+        self.root = pool_dir()
         self.id: str | None = None
         self.cgroup = Cgroup()  # the running container's, found at its start
         self.closed = False
@@ -471,8 +522,8 @@ class Container:
     def exec_argv(self, argv: Sequence[str], workdir_path: Path, user: str, env: Mapping[str, str],
                   interactive: bool) -> list[str]:  # fmt: skip
         if self.root not in workdir_path.parents:
-            raise SandboxError(f"{workdir_path} is not in this worker's container (a work directory of another "
-                               "worker: an episode held across a worker fault cannot go on under docker)")  # fmt: skip
+            raise SandboxError(f"{workdir_path} is not in this pool's directory {self.root} (an episode made by "
+                               "another pool, or on another host, cannot go on in this container)")  # fmt: skip
         flags = [arg for k, v in env.items() for arg in ("-e", f"{k}={v}")]
         return [docker_binary(), "exec", *(["-i"] if interactive else []), "-u", user, "-w", str(workdir_path),
                 *flags, self.ensure(), *argv]  # fmt: skip
@@ -513,10 +564,9 @@ class Container:
             return
         self.closed = True
         self.discard()
-        try:
-            hostfs.remove_tree(self.root)
-        except OSError:
-            pass
+        # The pool's directory stays: other containers of the pool mount it (removing it, even
+        # empty, would leave their mounts on a deleted directory). It goes when the pool's process
+        # exits, or with the next sweep after a kill; the pool removes its workers' directories.
 
 
 _containers_made: dict[tuple[int, str, tuple[str, ...]], Container] = {}

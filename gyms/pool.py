@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
 from gyms.base import GYM_EXCEPTION, Episode, Outcome, StepResult
-from gyms.docker_sandbox import ENV_POOL, identity, remove_containers_of
-from gyms.sandbox import Workdir, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
+from gyms.docker_sandbox import ENV_POOL, identity, pool_dir, remove_containers_of
+from gyms.sandbox import ENV_BACKEND, Workdir, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 from gyms.steps import StepCall, WorkerNode
 
 # The host allows a step this much beyond the gym's own timeout before it kills the worker.
@@ -431,6 +431,8 @@ class GymPool(SlotPool[_Process]):
         # the last ones would pass START_TIMEOUT_S still importing and be killed as failed starts.
         # So at most one start per core runs at a time, and each start's timeout counts its own work.
         self._starting = threading.BoundedSemaphore(default_workers())
+        if os.environ.get(ENV_BACKEND) == "docker":
+            pool_dir()  # the workers' containers share it; made here, it goes when this process exits
         super().__init__(workers or default_workers(), step_timeout_s)
 
     def _start(self) -> tuple[_Process, str]:

@@ -28,7 +28,7 @@ from gyms.pool import (
     START_TIMEOUT_S, Held, Job, SlotPool, WorkerStartFailed, answer, default_workers, failed, step_here,
 )  # fmt: skip
 from gyms.registry import load_class, make
-from gyms.docker_sandbox import remove_containers_of
+from gyms.docker_sandbox import ENV_POOL, identity, remove_containers_of
 from gyms.sandbox import ENV_BACKEND, ENV_IMAGE, alive, hide_from_sandboxes, kill_sandboxes_of, remove_workdirs_of
 
 CPUS_PER_WORKER = 1
@@ -128,6 +128,8 @@ class RayGymPool(SlotPool[_Actor]):
         # The sandbox chosen here (--sandbox, `use_backend`) goes with each actor: a cluster's
         # workers do not inherit this process's environment. Unset, no runtime env is asked for.
         chosen = {k: os.environ[k] for k in (ENV_BACKEND, ENV_IMAGE) if os.environ.get(k)}
+        if chosen.get(ENV_BACKEND) == "docker":  # the actors of a node share the pool's directory
+            chosen[ENV_POOL] = identity()
         actor = self._actor.options(
             num_cpus=CPUS_PER_WORKER, resources=self.resources, max_concurrency=1, max_restarts=0,
             scheduling_strategy="SPREAD", **({"runtime_env": {"env_vars": chosen}} if chosen else {}),

@@ -64,7 +64,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Collection, Container, Mapping, Sequence
+from collections.abc import Collection, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -220,11 +220,11 @@ def remove_workdirs_of(pid: int, keep: Collection[str] = ()) -> int:
     worker cannot clean up), except the paths in `keep` (open episodes still need them).
     Directories of a live process that reuses the pid are left alone. Returns how many went."""
     removed = 0
-    for entry in os.scandir(shm_root()):
+    for entry in _work_entries():
         owner = _OWNER_NAME.search(entry.name)
         if owner is None or int(owner[1]) != pid or _runs(pid, int(owner[2])):
             continue
-        # A docker worker's directory holds its episodes' work directories: kept while one is held.
+        # A docker pool's directory holds its episodes' work directories: kept while one is held.
         if entry.path in keep or any(k.startswith(entry.path + os.sep) for k in keep):
             continue
         try:
@@ -233,6 +233,18 @@ def remove_workdirs_of(pid: int, keep: Collection[str] = ()) -> int:
         except OSError as exc:
             warnings.warn(f"could not remove the work directory {entry.path}: {exc}", stacklevel=2)
     return removed
+
+
+def _work_entries() -> Iterator[os.DirEntry[str]]:
+    """What may be a work directory: the entries of /dev/shm, and of each docker pool's directory
+    in it (gyms/docker_sandbox.py: the pool's workers make their episodes' directories there)."""
+    for entry in os.scandir(shm_root()):
+        yield entry
+        if entry.name.startswith("heavygym-docker-") and entry.is_dir(follow_symlinks=False):
+            try:
+                yield from os.scandir(entry.path)
+            except OSError:
+                continue
 
 
 class Sandbox:

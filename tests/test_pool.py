@@ -171,9 +171,12 @@ def test_an_episode_that_stays_on_its_worker_runs_every_turn_there():
     from toy_gyms import StickyGym
 
     gym = StickyGym(max_turns=10)
-    with GymPool(workers=2, step_timeout_s=1.0) as pool:
-        # Two episodes, one per worker (each first step keeps its worker busy a moment).
-        calls = [f.result() for f in [pool.submit(gym.open(task), "sleep:0.2") for task in gym.tasks()[:2]]]
+    with GymPool(workers=2, step_timeout_s=2.0) as pool:
+        # Two episodes, one per worker: both workers are up (under load the second one's start
+        # took longer than the first steps, which then both ran on the first), and each first step
+        # keeps its worker busy while the other's slot takes the next.
+        pool.wait_started(60)
+        calls = [f.result() for f in [pool.submit(gym.open(task), "sleep:0.5") for task in gym.tasks()[:2]]]
         assert calls[0].worker != calls[1].worker
         for _ in range(6):  # both turns queued at once: each must wait for its own worker
             calls = [f.result() for f in [pool.submit(call.episode, "sleep:0.05") for call in calls]]
