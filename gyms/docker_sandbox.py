@@ -351,6 +351,23 @@ def cgroup_of(cid: str, pid: int) -> Cgroup:
     return Cgroup(cpu, peak)
 
 
+def pool_cpu_s() -> float:
+    """CPU seconds that the running containers of this process's pool have used so far (their
+    cgroups'): what a gym's commands spent under docker, where they are not the pool's child
+    processes. 0 where no cgroup can be read (the docker backend not in use included)."""
+    me = identity()
+    ids = [cid for cid, labels in _containers(f"{LABEL}={me}")] if shutil.which("docker") else []
+    if not ids:
+        return 0.0
+    done = docker("inspect", "--format", "{{.Id}} {{.State.Pid}}", *ids, check=False)
+    total = 0
+    for line in done.stdout.splitlines():
+        cid, _, pid = line.partition(" ")
+        cpu = cgroup_of(cid, int(pid)).cpu if pid.isdigit() and int(pid) > 0 else None
+        total += (_cpu_ns(cpu) or 0) if cpu is not None else 0
+    return total / 1e9
+
+
 def _cpu_ns(path: Path) -> int | None:
     """The cgroup's cumulative CPU time in ns (children included), None if unreadable."""
     try:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gyms import Candidate, Gym, Outcome
+from gyms.docker_sandbox import pool_cpu_s
 from gyms.pool import GymPool, default_workers
 from gyms.steps import StepCall
 from harness.costcard import CostCard, turn_pmf
@@ -79,9 +80,9 @@ def measure(
             say(f"warming up {pool_size} gym workers (one reference answer each), then stepping {len(planned)} "
                 f"candidates of {len(tasks)} tasks")  # fmt: skip
         warmup = step((references * pool_size)[:pool_size])
-        warm_cpu_s = _tree_cpu_s()
+        warm_cpu_s = _tree_cpu_s() + pool_cpu_s()
         calls = step(planned, "candidates")
-        cpu_s = _tree_cpu_s() - warm_cpu_s
+        cpu_s = _tree_cpu_s() + pool_cpu_s() - warm_cpu_s  # docker: the commands ran in the containers
         peak_live_mb = _tree_peak_rss_mb()
     peak_rss_mb = max(peak_live_mb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     weights = [w for _, _, w in planned]
