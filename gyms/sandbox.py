@@ -175,6 +175,8 @@ class Workdir:
             kill_uid(self.uid)
         try:
             hostfs.remove_tree(self.path)
+        except FileNotFoundError:  # under docker: its worker's directory went first, and it with it
+            pass
         except OSError as exc:  # never raise from clean-up; say what stays behind
             warnings.warn(f"could not remove the work directory {self.path}: {exc}", stacklevel=2)
 
@@ -224,7 +226,27 @@ def remove_workdirs_of(pid: int, keep: Collection[str] = ()) -> int:
         owner = _OWNER_NAME.search(entry.name)
         if owner is None or int(owner[1]) != pid or _runs(pid, int(owner[2])):
             continue
-        # A docker worker's directory holds its episodes' work directories: kept while one is held.
+        if entry.path in keep:
+            continue
+        # A docker worker's directory holds its episodes' work directories: kept while one is
+        # held, and only those in it (not its warm checkers', nor those of the episodes it was
+        # running when it died).
+        if any(k.startswith(entry.path + os.sep) for k in keep):
+            removed += _remove_unheld_in(Path(entry.path), keep)
+            continue
+        try:
+            hostfs.remove_tree(Path(entry.path))
+            removed += 1
+        except OSError as exc:
+            warnings.warn(f"could not remove the work directory {entry.path}: {exc}", stacklevel=2)
+    return removed
+
+
+def _remove_unheld_in(root: Path, keep: Collection[str]) -> int:
+    """Remove the work directories in a dead docker worker's directory `root` that no path in
+    `keep` is or lies in (the host made them; the sandbox cannot write `root`); how many went."""
+    removed = 0
+    for entry in os.scandir(root):
         if entry.path in keep or any(k.startswith(entry.path + os.sep) for k in keep):
             continue
         try:
