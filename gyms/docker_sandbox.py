@@ -132,6 +132,7 @@ import socket
 import stat
 import subprocess
 import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -254,9 +255,14 @@ def _containers(label_filter: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def _remove(ids: Sequence[str]) -> int:
+    """Remove containers `ids`; return once they are gone. One whose removal another client began
+    (the finalizer of a gym worker that the pool killed after 2 s, while its `docker rm` ran) is
+    waited for: `docker rm` refuses it at once, while the container still exists."""
     if not ids:
         return 0
-    docker("rm", "-f", "-v", *ids, check=False)
+    deadline = time.monotonic() + _DOCKER_TIMEOUT_S
+    while "already in progress" in docker("rm", "-f", "-v", *ids, check=False).stderr and time.monotonic() < deadline:
+        time.sleep(0.1)
     return len(ids)
 
 

@@ -175,6 +175,8 @@ class Workdir:
             kill_uid(self.uid)
         try:
             hostfs.remove_tree(self.path)
+        except FileNotFoundError:  # already removed (the pool removes a stopped worker's directories)
+            pass
         except OSError as exc:  # never raise from clean-up; say what stays behind
             warnings.warn(f"could not remove the work directory {self.path}: {exc}", stacklevel=2)
 

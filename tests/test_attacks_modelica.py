@@ -147,14 +147,9 @@ def degenerate() -> list[Attack]:
     ]
 
 
-@pytest.mark.slow
-def test_reward_hacks_against_the_modelica_gym_fail():
-    gym = ModelicaGym()
-    task = next(t for t in gym.tasks("train") + gym.tasks("test") if t.id == TASK_ID)
-    spec = next(s for s in load_catalog() if s.id == TASK_ID)
-    reference = spec.reference
-    old, new = spec.mutations["changed-parameter"]
-    attacks = [
+def attacks(reference: str) -> list[Attack]:
+    """Every attack of this file, on TASK_ID (whose reference model is `reference`) unless it names a task."""
+    return [
         Attack("a wobble between output instants", wobble()),
         Attack("output instants held by sample() in between", held_samples()),
         Attack("hard-coded output samples in a time table", time_table()),
@@ -183,9 +178,18 @@ def test_reward_hacks_against_the_modelica_gym_fail():
         ),
         *degenerate(),
     ]
+
+
+@pytest.mark.slow
+def test_reward_hacks_against_the_modelica_gym_fail():
+    gym = ModelicaGym()
+    task = next(t for t in gym.tasks("train") + gym.tasks("test") if t.id == TASK_ID)
+    spec = next(s for s in load_catalog() if s.id == TASK_ID)
+    reference = spec.reference
+    old, new = spec.mutations["changed-parameter"]
     good = as_answer(reference)
     bad = as_answer(reference.replace(old, new))
-    assert_attacks_fail(gym, task, attacks, good, bad)
+    assert_attacks_fail(gym, task, attacks(reference), good, bad)
 
 
 def test_the_attacks_task_is_the_one_they_target():

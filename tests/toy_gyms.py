@@ -50,15 +50,17 @@ class FilesEpisode(ToyEpisode):
     the first step, in the worker) and the worker keeps a warm sandboxed checker running in a
     directory of its own. `crash` and `sleep:SECONDS` first start a sandboxed process in the
     episode's directory, so the worker dies or hangs with it running. Every name, directory and
-    process carries `tag`, so a test finds exactly its own leftovers."""
+    process carries `tag`, so a test finds exactly its own leftovers. `backend`: the sandbox's
+    (docker: the image named by `HEAVYGYM_SANDBOX_IMAGE`, which must hold coreutils' `sleep`)."""
 
-    def __init__(self, task: Task, max_turns: int, tag: str) -> None:
+    def __init__(self, task: Task, max_turns: int, tag: str, backend: str = "bwrap") -> None:
         super().__init__(task, max_turns)
         self.tag = tag  # digits: `sleep 3600.TAG` is a valid command that names this test
+        self.backend = backend
         self.workdir: Workdir | None = None
 
     def evaluate(self, action: str) -> Verdict:
-        sandbox = Sandbox("bwrap")
+        sandbox = Sandbox(self.backend)
         if self.workdir is None:
             self.workdir = sandbox.workdir(prefix=f"heavygym-toy-{self.tag}-")
         if self.tag not in _warm:
@@ -218,12 +220,13 @@ class FilesGym(ToyGym):
 
     name = "files-toy"
 
-    def __init__(self, tag: str, max_turns: int | str = 3) -> None:
+    def __init__(self, tag: str, max_turns: int | str = 3, backend: str = "bwrap") -> None:
         super().__init__(max_turns)
         self.tag = tag
+        self.backend = backend
 
     def open(self, task: Task) -> Episode:
-        return FilesEpisode(task, self.max_turns, self.tag)
+        return FilesEpisode(task, self.max_turns, self.tag, self.backend)
 
     def directories_left(self, worker_pids: set[int]) -> list[str]:
         """Entries under /dev/shm that this gym's episodes, or the given workers, made."""
