@@ -7,8 +7,8 @@
   pool whose worker runs them in its container (tests/attacks.py: a plain `fail`, verdicts
   unaffected after, no work directory or sandbox process left), and no container survives;
 * tests/test_leaks.py's core cases with docker workers: a worker killed mid-step or timed out
-  leaves nothing but what open episodes hold (of its mounted directory, their work directories
-  alone), closing the pool removes everything, and neither a work directory nor a process nor a
+  leaves nothing but what open episodes hold (their work directories, in the pool's directory
+  that every container mounts), closing the pool removes everything, and neither a work directory nor a process nor a
   container survives; a container removal that another client began is waited for.
 
 Each test also sees its containers (docker's event stream, or `docker ps`), so a run that fell
@@ -239,23 +239,28 @@ def step_open(gym: FilesGym, pool: GymPool, workers: Workers):
 
 def directories_left(gym: FilesGym, workers: Workers) -> set[str]:
     """The entries of /dev/shm this gym's episodes or these workers made (as `FilesGym.directories_left`)
-    and, in each docker worker's directory (the one its container mounts), the work directories
-    it holds, as `WORKER_DIR/WORKDIR`."""
+    and, in each docker pool's directory (the one its containers mount), those they made there, as
+    `POOL_DIR/WORKDIR`. The pool's directory itself is the pool's process's (this one's): it stays
+    while that process lives (gyms/docker_sandbox.py, `pool_dir`)."""
     stamps = tuple(f"{who.rpartition('/')[2]}-" for who in workers.values())  # as in work directory names
+
+    def made(name: str) -> bool:
+        return f"-{gym.tag}-" in name or any(stamp in name for stamp in stamps)
+
     found = set()
     for name in os.listdir(shm_root()):
-        if f"-{gym.tag}-" in name or any(stamp in name for stamp in stamps):
+        if name.startswith("heavygym-docker-"):
+            found |= {f"{name}/{inner}" for inner in os.listdir(shm_root() / name) if made(inner)}
+        elif made(name):
             found.add(name)
-            if name.startswith("heavygym-docker-"):
-                found |= {f"{name}/{inner}" for inner in os.listdir(shm_root() / name)}
     return found
 
 
 def kept(call) -> set[str]:
-    """What an open episode's work directory keeps: itself, and the worker directory it lies in."""
+    """What an open episode keeps: its work directory, in its pool's directory."""
     path = Path(call.result.info["workdir"]).relative_to(shm_root())
-    assert path.parent.name.startswith("heavygym-docker-"), path  # the worker's mounted directory
-    return {str(path.parent), str(path)}
+    assert path.parent.name.startswith("heavygym-docker-"), path  # the pool's mounted directory
+    return {str(path)}
 
 
 def containers_of(workers: Workers) -> list[str]:
@@ -278,8 +283,7 @@ def test_a_killed_docker_worker_leaves_nothing_but_what_open_episodes_hold(files
         assert containers_of(first) == []
         assert directories_left(files_gym, first) == kept(open_one)
         assert files_gym.processes_left(set(first)) == []
-        # The files are intact for the next turn (the toy's last turn runs no sandboxed command:
-        # under docker a command in another worker's directory is refused, gyms/docker_sandbox.py).
+        # The files are intact for the next turn, on the replacement worker.
         finished = pool.step(open_one.episode, "pass")
         assert finished.result.outcome is Outcome.PASS, finished.result.observation
         pid = finished.result.info["pid"]
@@ -313,15 +317,15 @@ def test_closing_a_docker_pool_removes_the_directories_of_open_episodes(files_gy
         calls = [step_open(files_gym, pool, workers) for _ in range(4)]
         made = directories_left(files_gym, workers)
         assert set().union(*(kept(c) for c in calls)) <= made
-        # per worker its directory and its warm checker's in it; one per episode
-        assert len(made) == 4 + 2 * len(workers), made
+        # one per episode, and per worker its warm checker's, all in the pool's directory
+        assert len(made) == 4 + len(workers), made
         assert files_gym.processes_left(set(workers)) != []  # the warm checkers
         assert len(containers_of(workers)) == len(workers)
     assert containers_of(workers) == []  # first: gone when the pool has closed, not a moment later
     assert directories_left(files_gym, workers) == set()
     assert files_gym.processes_left(set(workers)) == []
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # nor a warning that the worker's directory went first
+        warnings.simplefilter("error")  # nor a warning that the pool removed its directory first
         for call in calls:
             call.episode.close()  # after the pool: a no-op, never an error
 
