@@ -17,14 +17,14 @@ resource "rollout": the engine's busy time, whichever requests a call served.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gyms import Gym
 from gyms.steps import WorkerNode
 from trainer.buffer import Accounting, ReadyBuffer
 from trainer.policies.base import Policy
-from trainer.rollout import Rollout, TaskSampler
+from trainer.rollout import CostPredictor, Rollout, TaskSampler
 from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
 from trainer.types import Fate, Trajectory
@@ -99,7 +99,10 @@ def run(
     pool: StepPool,
     config: RunConfig,
     on_step: Callable[[StepRecord], None] | None = None,
+    task_costs: Mapping[str, float] | None = None,
 ) -> RunResult:
+    """One run of `config`. `task_costs`: a cost card's predicted gym seconds per trajectory, by
+    task (the prior of trainer/rules/cost.py); without it, each task's cost is learned from the run."""
     tasks = TaskSampler(gym.tasks(config.split), config.seed)  # before the clock starts
     # So is the policy's per-task set-up, for every task admission lets the run start (a group
     # that errored or was dropped frees a place: its later task is set up when drawn).
@@ -107,7 +110,8 @@ def run(
     timeline = Timeline()
     buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness, config.oversample)
     depth_series: list[tuple[float, int]] = []
-    rollout = Rollout(gym, pool, policy, buffer, timeline, tasks, config.group_size, depth_series)
+    rollout = Rollout(gym, pool, policy, buffer, timeline, tasks, config.group_size, depth_series,
+                      CostPredictor(task_costs))  # fmt: skip
     # Rollout threads run beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
     threads = [

@@ -15,6 +15,10 @@ worker starts it), and `group` on "groups" (from admission to the put into the r
 for groups with trainable samples: the trainer never waits for any other). The engine's own
 calls are the policy's to report (`Policy.reporting_to`): the pipeline records them as
 `generate` on "rollout".
+
+Each trajectory carries its task's predicted gym time as its group started (`CostPredictor`, by
+trainer/rules/cost.py's rule), and the predictor learns from the group's trajectories when the
+group ends, so a prediction never saw the trajectory it predicts.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ import functools
 import itertools
 import random
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
@@ -35,6 +39,7 @@ from trainer.buffer import ReadyBuffer, Stopped
 from trainer.losses import group_advantages
 from trainer.policies.base import Policy
 from trainer.rules.context import feedback_tokens
+from trainer.rules.cost import CostBook
 from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
 from trainer.types import Generation, Group, Message, Request, Trajectory, Turn
@@ -65,6 +70,25 @@ class TaskSampler:
             return next(self._ids), next(self._cycle)
 
 
+class CostPredictor:
+    """Each task's predicted gym time (trainer/rules/cost.py), learned as the run's groups finish:
+    one `CostBook` under a lock, since every rollout thread predicts and observes."""
+
+    def __init__(self, card: Mapping[str, float] | None = None) -> None:
+        self._book = CostBook(card or {})
+        self._lock = threading.Lock()
+
+    def predict(self, task_id: str) -> float | None:
+        with self._lock:
+            return self._book.predict(task_id)
+
+    def observe(self, task_id: str, trajectories: Sequence[Trajectory]) -> None:
+        """A finished group's trajectories; the errored ones are left out (the rule's docstring says why)."""
+        times = [t.gym_s for t in trajectories if t.outcome is not Outcome.ERROR]
+        with self._lock:
+            self._book = self._book.observed(task_id, times)
+
+
 @dataclass
 class Rollout:
     gym: Gym
@@ -75,6 +99,7 @@ class Rollout:
     tasks: TaskSampler
     group_size: int
     depth_series: list[tuple[float, int]]
+    costs: CostPredictor = field(default_factory=CostPredictor)
 
     def thread(self) -> None:
         """One rollout thread's loop, until the run stops."""
@@ -102,7 +127,9 @@ class Rollout:
     def _group(self, episodes: cf.Executor, group_id: int, task: Task, version: int) -> Group:
         """The group's episodes, to their ends; on stop, its trajectories as far as they got
         are abandoned (in flight) and `Stopped` is raised."""
-        trajs = [Trajectory(task.id, group_id, version, sample=i, prompt=task.prompt) for i in range(self.group_size)]
+        predicted = self.costs.predict(task.id)  # before any of the group ran
+        trajs = [Trajectory(task.id, group_id, version, sample=i, prompt=task.prompt, predicted_gym_s=predicted)
+                 for i in range(self.group_size)]  # fmt: skip
         running = [episodes.submit(self._episode, task, traj) for traj in trajs]
         first, _ = cf.wait(running, return_when=cf.FIRST_EXCEPTION)
         raised = [e for e in map(cf.Future.exception, first) if e is not None]
@@ -115,6 +142,7 @@ class Rollout:
                 self.buffer.abandon(trajs)
                 raise Stopped
             r.result()  # a crash: the run has failed with it
+        self.costs.observe(task.id, trajs)
         trainable = [t for t in trajs if t.outcome is not Outcome.ERROR]
         errored = [t for t in trajs if t.outcome is Outcome.ERROR]
         rewards = torch.tensor([t.reward for t in trainable], dtype=torch.float32)

@@ -86,6 +86,9 @@ class Trajectory:
     sample: int = 0  # its place in the group
     gym_s: float = 0.0  # gym latency: the service times of its gym steps, summed
     prompt: str = ""  # the task's prompt: the conversation's first message
+    # The task's predicted gym time when its group started, before any of the group ran
+    # (trainer/rules/cost.py); None where nothing was known yet.
+    predicted_gym_s: float | None = None
 
     @property
     def reward(self) -> float:
@@ -185,8 +188,9 @@ class Fate:
     outcome: str
     fate: str
     step: int | None = None
+    predicted_gym_s: float | None = None  # the trajectory's, as its group started (trainer/rules/cost.py)
 
     @classmethod
     def of(cls, traj: Trajectory, fate: str, step: int | None = None) -> Fate:
         return cls(traj.group_id, traj.sample, traj.task_id, traj.version, len(traj.turns), traj.gym_s, traj.reward,
-                   traj.outcome.value, fate, step)  # fmt: skip
+                   traj.outcome.value, fate, step, traj.predicted_gym_s)  # fmt: skip
