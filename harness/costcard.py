@@ -49,10 +49,18 @@ class CostCard:
     # before this field, or one from a run recorded before its gym_step spans carried the estimate,
     # reads 0: its prompts grow by the responses alone, short by the feedback (docs/simulate.md).
     feedback_tokens: float = 0.0
+    # Profile only: by task id, the mean service seconds of one step of the task, weighted to the
+    # replay mix as service_s is. A card written before this field, or from a run, has none ({}).
+    by_task: dict[str, float] = field(default_factory=dict)
 
     @property
     def mean_turns(self) -> float:
         return sum((i + 1) * p for i, p in enumerate(self.turns))
+
+    def task_costs(self) -> dict[str, float]:
+        """Each task's predicted gym seconds per trajectory: its mean step times the card's mean
+        turns (the prior of trainer/rules/cost.py); empty where the card has no per-task figures."""
+        return {task: step_s * self.mean_turns for task, step_s in self.by_task.items()}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,7 +69,7 @@ class CostCard:
             "timeout_rate": self.timeout_rate, "workers": self.workers, "calls": self.calls,
             "cpu_s_per_call": self.cpu_s_per_call, "peak_rss_mb": self.peak_rss_mb,
             "by_expect": {k: d.to_json() for k, d in self.by_expect.items()}, "warmup_max_s": self.warmup_max_s,
-            "feedback_tokens": self.feedback_tokens,
+            "feedback_tokens": self.feedback_tokens, "by_task": self.by_task,
         }  # fmt: skip
 
     @classmethod
@@ -77,6 +85,7 @@ class CostCard:
             peak_rss_mb=data.get("peak_rss_mb"),
             by_expect={k: Distribution.from_json(d) for k, d in data.get("by_expect", {}).items()},
             warmup_max_s=data.get("warmup_max_s"), feedback_tokens=float(data.get("feedback_tokens", 0.0)),
+            by_task={str(k): float(v) for k, v in data.get("by_task", {}).items()},
         )  # fmt: skip
 
 
@@ -228,6 +237,8 @@ def describe(card: CostCard) -> list[str]:
           for kind, d in card.by_expect.items()),  # fmt: skip
         f"turns per episode: mean {card.mean_turns:.2f} ({', '.join(f'{p:.2f}' for p in card.turns)} for 1, 2, ...); "
         f"feedback adds {card.feedback_tokens:.0f} tokens (estimated) to the next turn's prompt",
+        *([f"per task: mean step {min(card.by_task.values()):.3f} s to {max(card.by_task.values()):.3f} s "
+           f"over {len(card.by_task)} tasks"] if card.by_task else []),
         f"timeout rate {maybe(card.timeout_rate, '.1%')}, error rate {card.error_rate:.1%}, CPU "
         f"{maybe(card.cpu_s_per_call, '.3f')} s per call, peak memory {maybe(card.peak_rss_mb, '.0f')} MB, "
         f"longest warm-up call {maybe(card.warmup_max_s, '.2f')} s (checkers starting)",

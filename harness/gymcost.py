@@ -6,7 +6,8 @@ worker. Service times are weighted to the replay policy's action mix (trainer/ru
 so the card predicts a benchmark run; CPU seconds and peak memory are read from /proc around the
 measured calls. Each step whose episode would go on (a fail, with turns left) records its
 feedback's estimated tokens (trainer/rules/context.py), weighted the same way: what a turn adds
-to the next prompt beside its response.
+to the next prompt beside its response. Each task's own mean step time, weighted the same way
+over its candidates, is kept by task id (`by_task`): the prior of trainer/rules/cost.py.
 """
 
 from __future__ import annotations
@@ -96,12 +97,14 @@ def measure(
         kind: Distribution.of([s for s, (_, c, _) in zip(service, planned) if c.expect == kind])
         for kind in sorted({c.expect for _, c, _ in planned})
     }
+    by_task = {tid: _weighted_mean([(s, w) for s, (t, _, w) in zip(service, planned) if t == tid])
+               for tid in dict.fromkeys(t for t, _, _ in planned)}  # fmt: skip
     return CostCard(
         gym=gym.name, source="gyms profile", tools={**gym.describe(), "sandbox": sandbox_line()}, service_s=Distribution.of(service, weights),
         turns=tuple(turns), error_rate=_weighted(errors, weights), timeout_rate=_weighted(timed_out, weights),
         workers=pool_size, calls=len(calls), peak_rss_mb=peak_rss_mb, by_expect=by_expect,
         cpu_s_per_call=cpu_s / len(calls), warmup_max_s=max(c.service_s for c in warmup),
-        feedback_tokens=_weighted_mean(going_on),
+        feedback_tokens=_weighted_mean(going_on), by_task=by_task,
     )  # fmt: skip
 
 
