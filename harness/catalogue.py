@@ -109,8 +109,9 @@ def _gpu_text(mode: Mapping[str, Any]) -> str:
     return gpu_usage.idle_text(mode["gpu"]) if mode.get("gpu") else "-"
 
 
-def _slow_fast(block: Mapping[str, Any]) -> float | None:
-    return ((block.get("bias") or {}).get("async") or {}).get("slow_fast_acceptance")  # pooled over the repeats
+def _async_bias(key: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A figure of async's bias audit, pooled over the repeats (trainer/bias.py); None for runs before it."""
+    return lambda block: ((block.get("bias") or {}).get("async") or {}).get(key)
 
 
 def _multi_turn(key: str) -> Callable[[Mapping[str, Any]], Any]:
@@ -173,7 +174,12 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("slow_fast_acceptance", "slowest / fastest acceptance, async",
            "async's slow-sample bias: the slowest gym-latency quartile's acceptance over the fastest's, pooled "
            "over the repeats (1.00: staleness drops slow and fast answers alike)", scope="run", views=frozenset(),
-           read=_slow_fast, board=(Board("slow_fast_async", "slow/fast acceptance async"),)),
+           read=_async_bias("slow_fast_acceptance"), board=(Board("slow_fast_async", "slow/fast acceptance async"),)),
+    Metric("cost_rank_correlation", "predicted / measured gym time, rank correlation",
+           "Spearman's rank correlation, over async's decided trajectories pooled over the repeats, of the gym "
+           "time predicted for each as its group started (trainer/rules/cost.py) with the gym time it took: 1, "
+           "the predictions order the trajectories as their checks did; 0, they say nothing of it",
+           scope="run", domain=(-1.0, 1.0), views=frozenset(), read=_async_bias("cost_rank_correlation")),
     Metric("errors", "errors", "trajectories that ended in an infrastructure error, both modes, every repeat",
            digits=0, scope="run", views=frozenset(), read=_errors, board=(Board("errors", "errors"),)),
     # Learning beside speed (trainer/learning.py): a learning policy's pairs only.

@@ -151,7 +151,17 @@ def _bias_line(b: dict) -> str:
 
     return (f"slow-sample bias {ratio} (acceptance slowest / fastest gym-latency quartile; by quartile {accepted}); "
             f"mean reward trained {reward(b['reward_trained'])}, dropped {reward(b['reward_dropped'])}; "
-            f"gym time on dropped trajectories {b['gym_s_dropped_share']:.1%}")  # fmt: skip
+            f"gym time on dropped trajectories {b['gym_s_dropped_share']:.1%}{_predicted_line(b)}")  # fmt: skip
+
+
+def _predicted_line(b: dict) -> str:
+    """Predicted against measured gym time by quartile (trainer/rules/cost.py); empty for an audit without any."""
+    if all(q.get("predicted_gym_s_mean") is None for q in b["quartiles"]):
+        return ""
+    pairs = ", ".join("-" if q.get("predicted_gym_s_mean") is None else
+                      f"{q['predicted_gym_s_mean']:.2f}/{q['measured_gym_s_mean']:.2f}" for q in b["quartiles"])  # fmt: skip
+    rank = catalogue.BY_KEY["cost_rank_correlation"]
+    return f"; gym s predicted/measured by quartile {pairs}, {rank.label} {rank.text(b.get('cost_rank_correlation'))}"
 
 
 def _compared(block: Measured, key: str, fmt: str, suffix: str = "") -> str:

@@ -198,7 +198,10 @@ BIAS_NOTE = (
     "staleness, sync only when over-sampling leaves groups over), so what it learns from leans towards what "
     "is quick to check. Errored trajectories (the infrastructure's) and those still in flight when the run "
     "stopped are counted, not ranked. Wasted gym work is the share of all gym seconds spent on trajectories "
-    "that were then dropped stale."
+    "that were then dropped stale. Beside each quartile's measured gym time, the mean gym time predicted for "
+    "the same trajectories as their groups started (trainer/rules/cost.py: each task's own past trajectories "
+    "shrunk towards a prior), and the rank correlation of predicted with measured over all of them: how well "
+    "the run could have known in advance which trajectories would be slow (dashes: not recorded)."
 )
 # (label, audit key, format) of the bias summary table
 BIAS_ROWS = (
@@ -206,6 +209,7 @@ BIAS_ROWS = (
     ("mean reward, trained", "reward_trained", ".3f"),
     ("mean reward, dropped stale", "reward_dropped", ".3f"),
     ("gym seconds spent on dropped-stale (wasted)", "gym_s_dropped_share", ".1%"),
+    ("predicted / measured gym time, rank correlation", "cost_rank_correlation", ".2f"),
 )
 
 
@@ -223,22 +227,29 @@ def _bias_section(run: Run) -> str:
     for mode in run.modes:
         ranked = (audits[mode] or {}).get("quartiles") or []
         if not ranked:  # not recorded, or fewer than 4 decided trajectories
-            quartiles.append([cell(mode), *(cell("-", numeric=True) for _ in range(5))])
+            quartiles.append([cell(mode), *(cell("-", numeric=True) for _ in range(7))])
         for n, q in enumerate(ranked, 1):
             quartiles.append([cell(mode), cell(f"Q{n}"), cell(f"{seconds(q['gym_s_min'])} - {seconds(q['gym_s_max'])}"),
                               cell(q["decided"], numeric=True), cell(q["trained"], numeric=True),
-                              cell(f"{q['acceptance']:.0%}", numeric=True)])  # fmt: skip
+                              cell(f"{q['acceptance']:.0%}", numeric=True),
+                              *(cell(_maybe_seconds(q.get(k)), numeric=True)
+                                for k in ("predicted_gym_s_mean", "measured_gym_s_mean"))])  # fmt: skip
     return (
         f"<p>{escape(BIAS_NOTE + pooled)}</p>\n"
         + table(["figure", *run.modes], rows)
         + "\n"
-        + table(["mode", "quartile (fastest first)", "gym latency", "decided", "trained", "acceptance"], quartiles)
+        + table(["mode", "quartile (fastest first)", "gym latency", "decided", "trained", "acceptance",
+                 "gym time predicted (mean)", "gym time measured (mean)"], quartiles)  # fmt: skip
     )
 
 
 def _bias_figure(audit: dict[str, Any] | None, key: str, fmt: str) -> str:
-    value = None if audit is None else audit[key]
+    value = None if audit is None else audit.get(key)  # a key newer than the run: not recorded
     return "-" if value is None else format(value, fmt)
+
+
+def _maybe_seconds(value: float | None) -> str:
+    return "-" if value is None else seconds(value)
 
 
 def _accounting(run: Run) -> str:

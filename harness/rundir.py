@@ -202,7 +202,7 @@ def _is_audit(audit: object) -> bool:
         and len(quartiles) in (0, 4)
         and all(isinstance(q, dict) and all(_number(q.get(k)) for k in QUARTILE_KEYS) for q in quartiles)
         and all(audit.get(k) is None or _number(audit.get(k))
-                for k in ("reward_trained", "reward_dropped", "slow_fast_acceptance"))
+                for k in ("reward_trained", "reward_dropped", "slow_fast_acceptance", "cost_rank_correlation"))
         and _number(audit.get("gym_s_dropped_share"))
     )  # fmt: skip
 

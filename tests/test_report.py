@@ -256,6 +256,9 @@ def test_report_shows_the_slow_sample_bias_pooled_over_repeats(tmp_path):
     summary["repeats"] = [{"repeat": r, "order": list(reversed(summary["modes"])) if r % 2 == 0 else list(summary["modes"]),
                            "modes": summary["modes"]} for r in (1, 2)]  # fmt: skip
     summary["control"] = {"gym": "instant", "modes": {}, "bias": {"async": AUDITS["pooled"]["sync"]}}
+    predicted = summary["bias"]["async"]  # with the cost predictions of trainer/rules/cost.py
+    predicted["quartiles"][3].update(predicted=6, predicted_gym_s_mean=3.0, measured_gym_s_mean=2.5)
+    predicted["cost_rank_correlation"] = 0.8
     (run_dir / "summary.json").write_text(json.dumps(summary))
     page = write_report(run_dir).read_text()
 
@@ -267,7 +270,9 @@ def test_report_shows_the_slow_sample_bias_pooled_over_repeats(tmp_path):
     assert _bias_table_row("trajectories dropped stale", "0", "5") in page
     assert _bias_table_row("trajectories errored", "1", "1") in page
     assert ('<tr><td>async</td><td>Q4</td><td>900 ms - 4.25 s</td><td class="num">6</td><td class="num">3</td>'
-            '<td class="num">50%</td></tr>') in page  # fmt: skip
+            '<td class="num">50%</td><td class="num">3.00 s</td><td class="num">2.50 s</td></tr>') in page  # fmt: skip
+    assert _bias_table_row("predicted / measured gym time, rank correlation", "-", "0.80") in page
+    assert '<td class="num">67%</td><td class="num">-</td><td class="num">-</td></tr>' in page  # Q3: no prediction
     assert page.count("<tr><td>async</td><td>Q") == 4 and "<tr><td>sync</td><td>Q1</td><td>4.0 ms - 50 ms</td>" in page
     # beside the control's: the same configuration with an instant gym
     assert _bias_table_row("slowest / fastest acceptance, async (pooled)", "0.50", "1.00") in page
@@ -295,7 +300,7 @@ def test_run_without_a_bias_audit_shows_dashes(tmp_path, recorded):
     for label in ("slowest / fastest acceptance", "mean reward, trained", "trajectories in flight"):
         assert _bias_table_row(label, "-", "-") in page, label
     for mode in ("sync", "async"):
-        assert f"<tr><td>{mode}</td>" + '<td class="num">-</td>' * 5 + "</tr>" in page
+        assert f"<tr><td>{mode}</td>" + '<td class="num">-</td>' * 7 + "</tr>" in page
 
 
 def test_a_mode_with_fewer_than_four_decided_trajectories_has_no_quartiles(tmp_path):
@@ -306,7 +311,7 @@ def test_a_mode_with_fewer_than_four_decided_trajectories_has_no_quartiles(tmp_p
     (run_dir / "summary.json").write_text(json.dumps(summary))
     page = write_report(run_dir).read_text()
     assert _bias_table_row("slowest / fastest acceptance", "1.00", "-") in page
-    assert "<tr><td>async</td>" + '<td class="num">-</td>' * 5 + "</tr>" in page
+    assert "<tr><td>async</td>" + '<td class="num">-</td>' * 7 + "</tr>" in page
     assert page.count("<tr><td>sync</td><td>Q") == 4
 
 
