@@ -294,7 +294,8 @@ def remove_containers_of(pid: int) -> int:
 @dataclass(frozen=True)
 class Cgroup:
     """The host's paths to where the kernel accounts the container's CPU time and memory; None
-    where this host cannot read (or, for the peak, reset) them."""
+    where this host cannot read them. Whether the peak can be reset is found by each run's
+    `Meter`, which reads no peak where the reset is refused."""
 
     cpu: Path | None = None  # cgroup v1 cpuacct.usage (ns), or v2 cpu.stat (usage_usec)
     peak: Path | None = None  # cgroup v1 memory.max_usage_in_bytes, or v2 memory.peak
@@ -348,30 +349,28 @@ def cgroup_of(cid: str, pid: int) -> Cgroup:
     peak = file("memory", "memory.max_usage_in_bytes") or file("", "memory.peak")
     if cpu is not None and _cpu_ns(cpu) is None:
         cpu = None
-    if peak is not None:
-        fd = _reset_peak(peak)  # a peak that cannot be reset would be the container's, not the run's
-        if fd is None:
-            peak = None
-        else:
-            os.close(fd)
     return Cgroup(cpu, peak)
+
+
+def cgroups_of(ids: Sequence[str]) -> dict[str, Cgroup]:
+    """The cgroups of running containers `ids` (full ids, or any `docker inspect` takes), by full id:
+    one `docker inspect` for their pid 1s. A container without a readable cgroup maps to `Cgroup()`."""
+    done = docker("inspect", "--format", "{{.Id}} {{.State.Pid}}", *ids, check=False)
+    found = {}
+    for line in done.stdout.splitlines():
+        cid, _, pid = line.partition(" ")
+        found[cid] = cgroup_of(cid, int(pid)) if pid.isdigit() and int(pid) > 0 else Cgroup()
+    return found
 
 
 def pool_cpu_s() -> float:
     """CPU seconds that the running containers of this process's pool have used so far (their
     cgroups'): what a gym's commands spent under docker, where they are not the pool's child
     processes. 0 where no cgroup can be read (the docker backend not in use included)."""
-    me = identity()
-    ids = [cid for cid, labels in _containers(f"{LABEL}={me}")] if shutil.which("docker") else []
+    ids = [cid for cid, labels in _containers(f"{LABEL}={identity()}")] if shutil.which("docker") else []
     if not ids:
         return 0.0
-    done = docker("inspect", "--format", "{{.Id}} {{.State.Pid}}", *ids, check=False)
-    total = 0
-    for line in done.stdout.splitlines():
-        cid, _, pid = line.partition(" ")
-        cpu = cgroup_of(cid, int(pid)).cpu if pid.isdigit() and int(pid) > 0 else None
-        total += (_cpu_ns(cpu) or 0) if cpu is not None else 0
-    return total / 1e9
+    return sum((_cpu_ns(c.cpu) or 0) if c.cpu is not None else 0 for c in cgroups_of(ids).values()) / 1e9
 
 
 def _cpu_ns(path: Path) -> int | None:
@@ -532,10 +531,7 @@ class Container:
             if done.returncode != 0:
                 raise SandboxError(f"could not start a container of {self.image}: {done.stderr.strip()}")
             self.id = done.stdout.strip()
-            self.cgroup = Cgroup()
-            found = docker("inspect", "--format", "{{.State.Pid}}", self.id, check=False)  # once per container
-            if found.returncode == 0 and found.stdout.strip().isdigit():
-                self.cgroup = cgroup_of(self.id, int(found.stdout))
+            self.cgroup = cgroups_of([self.id]).get(self.id, Cgroup())  # once per container
             return self.id
 
     def meter(self) -> Meter:

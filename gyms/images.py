@@ -39,6 +39,7 @@ path (`Sandbox(expose=...)`), so that an edit needs no rebuild.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.metadata
@@ -82,7 +83,7 @@ class Recipe:
 
     def pins(self) -> tuple[str, ...]:
         """`name==version` of each `python` distribution and all it requires, as installed here."""
-        return tuple(f"{d.metadata['Name']}=={d.version}" for d in _closure(self.python))
+        return _pins(_closure(self.python))
 
     def stage_module(self):  # type: ignore[no-untyped-def]
         if self.stage is None:
@@ -95,7 +96,7 @@ class Recipe:
             raise ImageError(f"{self.path}: stage module {self.stage!r} needs inputs() and stage(root)")
         return module
 
-    @property
+    @functools.cached_property  # a build asks for it several times; the stage's inputs run tools
     def tag(self) -> str:
         module = self.stage_module()
         try:
@@ -113,6 +114,10 @@ def _labels(recipe: Recipe) -> list[str]:
     if recipe.memory_mb is not None:
         labels.append(f"{MEMORY_LABEL}={recipe.memory_mb}")
     return labels
+
+
+def _pins(dists: list[importlib.metadata.Distribution]) -> tuple[str, ...]:
+    return tuple(f"{d.metadata['Name']}=={d.version}" for d in dists)
 
 
 def _closure(names: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
@@ -256,9 +261,9 @@ def _overlay(recipe: Recipe, root: Path, say) -> None:  # type: ignore[no-untype
     """Put the recipe's Python distributions and its stage's files below `root`."""
     if recipe.python:
         target = root / PYTHON_DIR
-        pins = recipe.pins()
-        say(f"copying {len(pins)} Python distributions from {sys.prefix}: {', '.join(pins)}")
-        for dist in _closure(recipe.python):
+        dists = _closure(recipe.python)
+        say(f"copying {len(dists)} Python distributions from {sys.prefix}: {', '.join(_pins(dists))}")
+        for dist in dists:
             for file in dist.files or []:
                 if file.parts[0] == "..":  # a script or data file outside site-packages
                     continue

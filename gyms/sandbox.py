@@ -711,8 +711,13 @@ def alive(pid: int) -> bool:
         return False
 
 
+def processes_of(uid: int) -> list[int]:
+    """The live processes of host uid `uid`."""
+    return _processes_of(range(uid, uid + 1))
+
+
 def count_processes(uid: int) -> int:
-    return len(_processes_of(range(uid, uid + 1)))
+    return len(processes_of(uid))
 
 
 def kill_uid(uid: int, wait_s: float = 2.0) -> int:

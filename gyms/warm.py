@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, NoReturn
 
 from gyms import hostfs
-from gyms.sandbox import Limits, Sandbox, Workdir, kill_group, kill_uid
+from gyms.sandbox import Limits, Sandbox, Workdir, kill_group, kill_uid, processes_of
 
 # Per-request time is bounded by the request timeout; the rlimit only stops a runaway process.
 WARM_CPU_S = 24 * 3600
@@ -330,15 +330,8 @@ def _tree_cpu(root: int) -> dict[int, float]:
 
 
 def _uid_cpu(uid: int) -> dict[int, float]:
-    """CPU seconds of every process whose owner is host uid `uid` (one scan of /proc)."""
-    found = {}
-    for entry in os.scandir("/proc"):
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid and (stat := _stat(int(entry.name))) is not None:
-                found[int(entry.name)] = stat[1]
-        except FileNotFoundError:
-            continue
-    return found
+    """CPU seconds of every live process of host uid `uid`."""
+    return _cpu_of(processes_of(uid))
 
 
 def _cpu_of(pids: list[int]) -> dict[int, float]:
