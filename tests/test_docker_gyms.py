@@ -124,6 +124,30 @@ def test_the_check_passes_on_docker(gym, request):
 # -- the attack suites ---------------------------------------------------------------------------
 
 
+def test_a_warm_checkers_cpu_budget_holds_in_the_container(request):
+    """Under docker the process the host starts is only the `docker exec` client: the checker's
+    CPU budget per request must count the checker in the container (its work directory's uid),
+    or a runaway check would run to the request's wall limit."""
+    if os.geteuid() != 0:
+        pytest.skip("the checker's processes are found by a uid of their own: a root host")
+    from gyms.math.gym import VERIFIER
+    from gyms.sandbox import Sandbox
+    from gyms.warm import WarmProcess, WarmTimeout
+
+    sandbox = Sandbox("docker", expose=[VERIFIER], image=image_of(request, "math"))
+    checker = WarmProcess([sandbox.python, "-I", str(VERIFIER)], name="math-verify", memory_mb=1024, sandbox=sandbox)
+    try:
+        assert checker.request({"answers": ["2"], "gold": "2"}, 120, cpu_s=5)["correct"]
+        assert checker.last_cpu_s is not None and checker.last_cpu_s > 0  # the container's checker was seen
+        started = time.monotonic()
+        with pytest.raises(WarmTimeout, match="CPU time"):  # a tower of powers: sympy works until stopped
+            checker.request({"answers": ["9^{9^{9^{9}}}"], "gold": "2"}, 60, cpu_s=1)
+        assert time.monotonic() - started < 30  # the CPU budget ended it, not the 60 s wall
+    finally:
+        checker.close()
+        sandbox.container.close()
+
+
 def attacks_fail_on_docker(monkeypatch, image: str, gym, task, attacks, good: str, bad: str) -> None:
     """`assert_attacks_fail` in a pool of docker workers; then its container is gone too."""
     use_docker(monkeypatch, image)
