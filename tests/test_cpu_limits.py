@@ -68,9 +68,13 @@ def test_lean_a_correct_proof_near_its_cpu_limit_passes_on_a_busy_machine(wasm_l
     def run(limit: float, loops: int) -> tuple[StepResult, float, StepResult, float, LeanGym]:
         gym = LeanGym(suite="heavy", check_timeout_s=limit)
         try:
-            step(gym, task, QUICK_FAIL)  # the checker starts before the load
+            # A checker starts only outside the load: under many loops a start can take minutes,
+            # and a loaded step past its backstop is killed, so its replacement would start there.
+            step(gym, task, QUICK_FAIL)
             with busy_loops(loops):
                 loaded, loaded_wall = step(gym, task, proof)
+            step(gym, task, QUICK_FAIL)
+            with busy_loops(loops):
                 hung, hung_wall = step(gym, task, LOOP_PROOF)
         finally:
             client(gym.settings, "").close()  # and the replacement of the killed checker with it
