@@ -97,6 +97,10 @@ class Job:
     submitted_at: float
     home: str | None = None  # the node of the episode's previous step, where its files are
     slot: int | None = None  # for an episode that stays on its worker: the slot of its previous step
+    priority: tuple[float, ...] | None = None  # lower runs first; None (closes, fifo runs) before any
+
+    def order(self) -> tuple[int, tuple[float, ...]]:
+        return (0, ()) if self.priority is None else (1, self.priority)
 
 
 def default_workers() -> int:
@@ -138,17 +142,18 @@ class _Jobs:
             self._cond.notify_all()
 
     def take(self, node: str | None, slot: int | None = None) -> Job | None:
-        """The oldest job a worker on `node` may run (any job for None); None once closed.
-        The slot's job counts as running until `finish(slot)`."""
+        """The first job a worker on `node` may run (any job for None), by priority, then the
+        oldest; None once closed. The slot's job counts as running until `finish(slot)`."""
         with self._cond:
             while not self._closed:
                 live = set(self._nodes.values())
-                for job in self._queued:
-                    if node is None or self._may_run(job, node, slot, live):
-                        self._queued.remove(job)
-                        if slot is not None:
-                            self._taken[slot] = job
-                        return job
+                runnable = (job for job in self._queued if node is None or self._may_run(job, node, slot, live))
+                job = min(runnable, key=Job.order, default=None)  # min keeps the oldest of equals
+                if job is not None:
+                    self._queued.remove(job)
+                    if slot is not None:
+                        self._taken[slot] = job
+                    return job
                 self._cond.wait()
             return None
 
@@ -205,7 +210,9 @@ class SlotPool(ABC, Generic[W]):
         for thread in self._threads:
             thread.start()
 
-    def submit(self, episode: Episode, action: str) -> Future[StepCall]:
+    def submit(self, episode: Episode, action: str, priority: tuple[float, ...] | None = None) -> Future[StepCall]:
+        """Queue one step; a worker takes the queued steps by `priority` (lower first), then in
+        the order they came (trainer/rules/schedule.py gives the cost-aware schedule's)."""
         if self._closed:
             raise RuntimeError("the gym pool is closed")
         if self.broken is not None:
@@ -214,7 +221,7 @@ class SlotPool(ABC, Generic[W]):
         future: Future[StepCall] = Future()
         with self._lock:  # between turns to queued at once: `_retire` always sees the episode
             home, slot = self._homes.pop(episode, None) or (None, None)
-            self._jobs.put(Job(episode, action, future, time.monotonic(), home, slot))
+            self._jobs.put(Job(episode, action, future, time.monotonic(), home, slot, priority))
         return future
 
     def step(self, episode: Episode, action: str) -> StepCall:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from trainer.metrics import compare, summarize
 from trainer.pipeline import RunConfig, StepRecord, run
 from trainer.policies import make_policy
 from trainer.policies.profiles import DEFAULT_PROFILE, HardwareProfile, load_profile
+from trainer.rules.schedule import DEFAULT_SCHEDULE, check_schedule
 from trainer.types import Fate
 
 
@@ -47,6 +48,8 @@ class BenchmarkSpec:
     control: bool = False  # also run the same configuration with an instant gym (harness/control.py)
     warmup: int = 0  # a learning policy's supervised format warm-up, in optimizer steps, before each mode
     sandbox: str | None = None  # bwrap, docker or process (harness/sandboxes.py); None: bwrap where it runs
+    schedule: str = DEFAULT_SCHEDULE  # fifo or cost-aware (trainer/rules/schedule.py)
+    card: str | None = None  # a cost card whose per-task figures are the cost predictor's prior
 
     def __post_init__(self) -> None:
         executors.check(self.executor, self.ray_address)
@@ -56,6 +59,7 @@ class BenchmarkSpec:
             raise ValueError("oversample must be >= 0")
         if self.warmup < 0:
             raise ValueError("warmup must be >= 0")
+        check_schedule(self.schedule)
 
 
 def mode_order(modes: tuple[str, ...], repeat: int) -> tuple[str, ...]:
@@ -91,6 +95,7 @@ def run_benchmark(
     control_options = control.options_for(spec.gym, spec.gym_options)
     control_gym = errors.start_gym(control.PATH, control_options) if spec.control else None
     profile = load_profile(spec.profile)
+    task_costs = card_costs(spec.card, gym) if spec.card else None
     policy = make_policy(spec.policy, gym, profile, spec.seed, spec.placement)
     examples = format_examples(spec, gym, policy.emulated)
     outputs.check_writable(results_root / "runs", outputs.RUN_NEEDS_BYTES, "pass --results DIR, a writable directory")
@@ -107,7 +112,7 @@ def run_benchmark(
         "placement": policy.placement,  # where the emulated stages ran
         "profile": asdict(profile) if policy.emulated else None,
     }
-    workloads = [Workload(gym, spec.gym, spec.gym_options, draft, "")]
+    workloads = [Workload(gym, spec.gym, spec.gym_options, draft, "", task_costs)]
     if control_gym is not None:
         draft["control"] = {"gym": control_gym.describe()["gym"]}
         workloads.append(Workload(control_gym, control.PATH, control_options, draft["control"], "control"))
@@ -128,6 +133,20 @@ def run_benchmark(
         draft["predicted"] = _predicted(run_dir.path, summary, target)
         summary = record.write_summary(run_dir.path, draft)
     return summary, run_dir.path
+
+
+def card_costs(path: str, gym: Gym) -> dict[str, float]:
+    """`--card`'s predicted gym seconds per trajectory by task (the cost predictor's prior),
+    refused where the card has none for this gym's tasks: a card of another gym or suite, or one
+    written before cards had per-task figures, would predict nothing."""
+    card = costcard.load(Path(path))
+    costs = card.task_costs()
+    tasks = {t.id for t in gym.tasks("train")}
+    if not tasks & set(costs):
+        raise ValueError(f"the cost card {path} ({card.gym}) has no per-task figures for the {gym.name} gym's "
+                         f"training tasks: write one with `harness gyms profile {gym.name} --out {path}` "
+                         "with the benchmark's gym options")  # fmt: skip
+    return costs
 
 
 def format_examples(spec: BenchmarkSpec, gym: Gym, emulated: bool) -> list[tuple[str, str]]:
@@ -162,6 +181,7 @@ class Workload:
     options: dict[str, str]
     block: dict[str, Any]
     subdir: str  # below the run directory: "" or "control"
+    task_costs: Mapping[str, float] | None = None  # --card's figures (the control's instant gym has none)
 
 
 @dataclass
@@ -202,10 +222,11 @@ def _measure(
                 config = RunConfig(
                     mode=mode, steps=spec.steps, batch_groups=spec.batch_groups, group_size=spec.group_size,
                     max_staleness=spec.max_staleness, oversample=spec.oversample, seed=spec.seed,
+                    schedule=spec.schedule,
                 )  # fmt: skip
                 callback = (lambda s, m=label: on_step(m, s)) if on_step else None
                 with gpu_usage.Sampler(gpu_usage.devices_of(policy.describe())) as sampler:  # NVML, on CUDA
-                    result = run(w.gym, policy, pool, config, on_step=callback)
+                    result = run(w.gym, policy, pool, config, on_step=callback, task_costs=w.task_costs)
                 record.write_mode(run_dir.path / w.subdir / _repeat_dir(r), mode, result)
                 repeat["modes"][mode] = replace(summarize(result), gpu=sampler.summary(gpu_usage.measured_window(result)))
                 fates.setdefault(mode, []).extend(result.fates)

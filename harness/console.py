@@ -25,7 +25,8 @@ def print_benchmark(summary: RunSummary, run_dir: Path) -> None:
     and the bias audit, then what was emulated and where the run was written."""
     profile = summary.profile or {}
     stages = f"emulated: {profile.get('name')}, {summary.placement}" if summary.emulated else "measured"
-    console.print(f"\n[bold]{summary.gym}[/] · policy {summary.policy['policy']} ({stages})")
+    console.print(f"\n[bold]{summary.gym}[/] · policy {summary.policy['policy']} ({stages}) · schedule "
+                  f"{summary.spec.get('schedule', 'fifo')}")  # fmt: skip
     console.print(benchmark_table(summary))
     console.print(nodes_table(summary))
     for block, name in ((summary, "speedup"), (summary.control, "control speedup")):

@@ -181,6 +181,8 @@ def configuration(s: RunSummary) -> str:
     )
     if spec["oversample"]:  # 0 or None (not recorded): nothing to say
         text += f", oversample {spec['oversample']}"
+    if spec["schedule"] != "fifo":  # fifo, the baseline, goes unnamed, as oversample 0 does
+        text += f", schedule {spec['schedule']}"
     if spec["executor"] != "local":
         text += f" on {spec['executor']}"
     options = spec.get("gym_options") or {}

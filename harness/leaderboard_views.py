@@ -28,7 +28,8 @@ INTRO = (
     "One row per (gym, configuration with the steps and repeats measured, policy / profile / placement, hardware): "
     "the latest run of that key that measured both modes, from a clean tree. Emulated rows wait a hardware "
     "profile's times for generation, training and weight sync, placed as the policy column says; their gym work "
-    "is real. Speedup and trainer idle are means over the run's repeats (sync/async pairs in ABBA order) with "
+    "is real. A configuration that names no schedule ran fifo (docs/architecture.md, the scheduler). "
+    "Speedup and trainer idle are means over the run's repeats (sync/async pairs in ABBA order) with "
     "their 95% intervals; the control is the same configuration with an instant gym."
 )
 EMPTY = "-"

@@ -12,6 +12,7 @@ import typer
 from typer.core import TyperGroup
 
 from trainer.rules.placement import PLACEMENTS
+from trainer.rules.schedule import SCHEDULES
 
 
 class WrappedHelp(TyperGroup):
@@ -48,6 +49,9 @@ MaxStaleness = Annotated[int, typer.Option(min=0, help="Async: how many policy v
 Oversample = Annotated[int, typer.Option(min=0, help="Groups in flight beyond what the steps need: a step trains "
                                          "on the first --batch groups to complete; the rest train later if fresh "
                                          "enough, else are dropped.")]  # fmt: skip
+Schedule = Annotated[str, typer.Option(help="fifo (the default: tasks in order, groups trained as they complete) or "
+                                       "cost-aware (deadline batching, a deadline-first gym queue, predicted-slow "
+                                       "tasks first; the same staleness bound): docs/architecture.md, the scheduler.")]
 Mode = Annotated[str, typer.Option(help="both, sync or async.")]
 Seed = Annotated[int, typer.Option(help="Seed of every random choice the command makes (task order, sampled "
                                    "answers, initial weights, simulated draws): the same seed repeats a run.")]
@@ -74,6 +78,13 @@ def placement_of(placement: str | None) -> str | None:
     if placement is not None and placement not in PLACEMENTS:
         raise typer.BadParameter(f"{placement!r}: use {' or '.join(PLACEMENTS)}", param_hint="--placement")
     return placement
+
+
+def schedule_of(schedule: str) -> str:
+    """--schedule, checked."""
+    if schedule not in SCHEDULES:
+        raise typer.BadParameter(f"{schedule!r}: use {' or '.join(SCHEDULES)}", param_hint="--schedule")
+    return schedule
 
 
 def parse_options(pairs: list[str] | None) -> dict[str, str]:

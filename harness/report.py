@@ -90,7 +90,8 @@ def _setup_line(s: RunSummary) -> str:
     return escape(
         f"policy {spec.get('policy', '?')}, batch {spec.get('batch_groups', '?')} prompts x group "
         f"{spec.get('group_size', '?')} samples per step, max_staleness {spec.get('max_staleness', '?')} (async), "
-        f"{_oversampling(spec.get('oversample'))}, "
+        f"{_oversampling(spec.get('oversample'))}, schedule {spec.get('schedule', 'fifo')}"
+        f"{' with the cost card ' + spec['card'] if spec.get('card') else ''}, "
         f"{s.gym_workers or '?'} gym workers, {spec.get('steps', '?')} steps per mode (the first is warm-up)"
     )
 

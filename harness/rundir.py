@@ -129,6 +129,7 @@ def upgrade(summary: dict[str, Any]) -> dict[str, Any]:
       that reports no nodes);
     - before over-sampling, none was done (None: the report shows '-', as the run never said);
     - before the executor, gym workers ran locally;
+    - before the scheduler, every run was fifo, with no cost card;
     - before a figure was measured, it is None (the defaults of trainer/metrics.py's ModeSummary);
     - before repeats, the run is its own single repeat; before pooled audits, a mode's own is its pool;
     - before version 3, ratios over repeats were averaged arithmetically, and an interval could reach
@@ -139,7 +140,7 @@ def upgrade(summary: dict[str, Any]) -> dict[str, Any]:
     s["schema_version"] = SCHEMA_VERSION
     s.setdefault("emulated", False)
     s["placement"] = s.get("placement") or ("disaggregated" if s["emulated"] else None)
-    s["spec"] = {"oversample": None, "executor": "local", **s["spec"]}
+    s["spec"] = {"oversample": None, "executor": "local", "schedule": "fifo", "card": None, **s["spec"]}
     for block in (s, s.get("control")):
         if not isinstance(block, dict):
             continue

@@ -94,10 +94,10 @@ class Watched:
     def worker_nodes(self):
         return self.pool.worker_nodes
 
-    def submit(self, episode: Episode, action: str) -> Future[StepCall]:
+    def submit(self, episode: Episode, action: str, priority: tuple[float, ...] | None = None) -> Future[StepCall]:
         with self.changed:
             self.in_flight += 1
-        future = self.pool.submit(episode, action)
+        future = self.pool.submit(episode, action, priority)
         future.add_done_callback(self._finished)
         return future
 

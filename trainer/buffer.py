@@ -8,9 +8,10 @@ the groups themselves, blocking until a rule allows, stopping, and each trajecto
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import Counter, deque
 
 from trainer.rules.buffer import Accounting, Books, BufferRules
+from trainer.rules.schedule import DEFAULT_SCHEDULE
 from trainer.types import DROPPED_STALE, ERRORED, IN_FLIGHT, TRAINED, Fate, Group, Trajectory
 
 
@@ -23,11 +24,17 @@ class PipelineFailure(RuntimeError):
 
 
 class ReadyBuffer:
-    def __init__(self, batch_groups: int, group_size: int, max_staleness: int, oversample: int = 0) -> None:
-        self.rules = BufferRules(batch_groups, group_size, max_staleness, oversample)
+    def __init__(
+        self, batch_groups: int, group_size: int, max_staleness: int, oversample: int = 0,
+        schedule: str = DEFAULT_SCHEDULE,
+    ) -> None:  # fmt: skip
+        self.rules = BufferRules(batch_groups, group_size, max_staleness, oversample, schedule)
         self.fates: list[Fate] = []  # one per trajectory that has one, as the accounting counts them
         self._books = Books()
         self._ready: deque[Group] = deque()
+        # Groups in rollout by version: pinned, or the trainer's at admission until pinned (never
+        # older than that), for the cost-aware trainer's deadlines.
+        self._rollout: Counter[int] = Counter()
         self._trainer_version = 0
         self._stopping = False
         self._failure: PipelineFailure | None = None
@@ -44,17 +51,27 @@ class ReadyBuffer:
 
     # -- rollout side ----------------------------------------------------------------------
 
-    def admit(self) -> None:
-        """Block until a new group may start; raises `Stopped` when the run ends."""
+    def admit(self) -> int:
+        """Block until a new group may start, and return the trainer's version then (the group
+        pins it or a newer one: `pinned`); raises `Stopped` when the run ends."""
         with self._cond:
             while not self._stopping and not self.rules.admits(self._books, self._trainer_version):
                 self._cond.wait()
             if self._stopping or self._failure:
                 raise Stopped
             self._books = self._books.admitted(1, self.rules.group_size)
+            self._rollout[self._trainer_version] += 1
+            return self._trainer_version
+
+    def pinned(self, admitted: int, version: int) -> None:
+        """A group admitted at trainer version `admitted` pinned policy `version`."""
+        with self._cond:
+            self._rollout[admitted] -= 1
+            self._rollout[version] += 1
 
     def put(self, group: Group) -> None:
         with self._cond:
+            self._rollout[group.version] -= 1
             self._books = self._books.completed(len(group.trajectories), len(group.errored))
             self.fates += [Fate.of(t, ERRORED) for t in group.errored]
             if group.trajectories:
@@ -91,27 +108,37 @@ class ReadyBuffer:
     # -- trainer side ----------------------------------------------------------------------
 
     def take_batch(self, version: int) -> list[Group]:
-        """Wait for `batch_groups` groups fresh enough for a trainer at `version`."""
-        batch: list[Group] = []
+        """Wait for the batch the schedule trains at `version` (trainer/rules/schedule.py),
+        dropping the groups too stale to train as they complete."""
         with self._cond:
-            while len(batch) < self.rules.batch_groups:
-                while not self._ready and not self._stopping and self._failure is None:
-                    self._cond.wait()
+            while True:
                 if self._failure is not None:
                     raise self._failure
                 if self._stopping:
-                    self._ready.extendleft(reversed(batch))
                     raise Stopped
-                group = self._ready.popleft()
-                if self.rules.is_stale(group.version, version):
-                    self._books = self._books.dropped_stale(len(group.trajectories))
-                    self.fates += [Fate.of(t, DROPPED_STALE, version) for t in group.trajectories]
-                    self._cond.notify_all()
-                    continue
-                batch.append(group)
+                self._drop_stale(version)
+                untrained = Counter(g.version for g in self._ready) + self._rollout
+                chosen = self.rules.choose([g.version for g in self._ready], untrained, version)
+                if chosen is not None:
+                    break
+                self._cond.wait()
+            batch = [self._ready[i] for i in chosen]
+            taken = set(chosen)
+            self._ready = deque(g for i, g in enumerate(self._ready) if i not in taken)
             self._books = self._books.trained((version - g.version, len(g.trajectories)) for g in batch)
             self.fates += [Fate.of(t, TRAINED, version) for g in batch for t in g.trajectories]
         return batch
+
+    def _drop_stale(self, version: int) -> None:
+        fresh = deque(g for g in self._ready if not self.rules.is_stale(g.version, version))
+        if len(fresh) == len(self._ready):
+            return
+        for group in self._ready:
+            if self.rules.is_stale(group.version, version):
+                self._books = self._books.dropped_stale(len(group.trajectories))
+                self.fates += [Fate.of(t, DROPPED_STALE, version) for t in group.trajectories]
+        self._ready = fresh
+        self._cond.notify_all()  # a dropped group frees a place for admission
 
     def advance(self, version: int) -> None:
         """The trainer published `version`: more groups may start."""

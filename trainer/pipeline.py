@@ -24,7 +24,8 @@ from gyms import Gym
 from gyms.steps import WorkerNode
 from trainer.buffer import Accounting, ReadyBuffer
 from trainer.policies.base import Policy
-from trainer.rollout import CostPredictor, Rollout, TaskSampler
+from trainer.rollout import CostPredictor, Rollout, TaskSampler, slow_first_sampler
+from trainer.rules.schedule import DEFAULT_SCHEDULE, check_schedule
 from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
 from trainer.types import Fate, Trajectory
@@ -41,6 +42,7 @@ class RunConfig:
     rollout_threads: int | None = None  # one group each; default: enough for every admitted group
     seed: int = 0
     split: str = "train"
+    schedule: str = DEFAULT_SCHEDULE  # fifo or cost-aware (trainer/rules/schedule.py)
 
     def __post_init__(self) -> None:
         if self.mode not in ("sync", "async"):
@@ -51,6 +53,7 @@ class RunConfig:
         for name in ("max_staleness", "oversample"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
+        check_schedule(self.schedule)
 
     @property
     def staleness(self) -> int:
@@ -103,15 +106,17 @@ def run(
 ) -> RunResult:
     """One run of `config`. `task_costs`: a cost card's predicted gym seconds per trajectory, by
     task (the prior of trainer/rules/cost.py); without it, each task's cost is learned from the run."""
-    tasks = TaskSampler(gym.tasks(config.split), config.seed)  # before the clock starts
+    costs = CostPredictor(task_costs)
+    tasks = (slow_first_sampler(gym.tasks(config.split), config.seed, config.batch_groups, costs)
+             if config.schedule == "cost-aware" else TaskSampler(gym.tasks(config.split), config.seed))  # fmt: skip
     # So is the policy's per-task set-up, for every task admission lets the run start (a group
     # that errored or was dropped frees a place: its later task is set up when drawn).
     policy.prepare(tasks.first((config.steps + config.staleness + 1) * config.batch_groups + config.oversample))
     timeline = Timeline()
-    buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness, config.oversample)
+    buffer = ReadyBuffer(config.batch_groups, config.group_size, config.staleness, config.oversample, config.schedule)
     depth_series: list[tuple[float, int]] = []
-    rollout = Rollout(gym, pool, policy, buffer, timeline, tasks, config.group_size, depth_series,
-                      CostPredictor(task_costs))  # fmt: skip
+    rollout = Rollout(gym, pool, policy, buffer, timeline, tasks, config.group_size, depth_series, costs,
+                      config.schedule)  # fmt: skip
     # Rollout threads run beside the trainer under every executor: they only coordinate
     # (generation runs on the engine, gym steps in the pool, which is what scales out).
     threads = [

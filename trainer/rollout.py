@@ -28,7 +28,7 @@ import functools
 import itertools
 import random
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -40,6 +40,7 @@ from trainer.losses import group_advantages
 from trainer.policies.base import Policy
 from trainer.rules.context import feedback_tokens
 from trainer.rules.cost import CostBook
+from trainer.rules.schedule import DEFAULT_SCHEDULE, slow_first, step_priority
 from trainer.step_pool import StepPool
 from trainer.timeline import Timeline
 from trainer.types import Generation, Group, Message, Request, Trajectory, Turn
@@ -49,25 +50,41 @@ CONTEXT_FULL = "the conversation would outgrow the model's context: the episode 
 
 
 class TaskSampler:
-    """Tasks in a seeded shuffled order, cycling; the same sequence for sync and async runs."""
+    """Tasks in a seeded shuffled order, cycling; the same sequence for sync and async runs.
+    With a `reorder`, the order is drawn in blocks of `block` tasks, each block in the order
+    `reorder` gives it when its first task is drawn (cost-aware's slow-first starts)."""
 
-    def __init__(self, tasks: Sequence[Task], seed: int) -> None:
+    def __init__(
+        self, tasks: Sequence[Task], seed: int, block: int = 1,
+        reorder: Callable[[list[Task]], list[Task]] | None = None,
+    ) -> None:  # fmt: skip
         if not tasks:
             raise ValueError("the gym has no tasks to train on")
         order = list(tasks)
         random.Random(seed).shuffle(order)
         self._order = order
         self._cycle = itertools.cycle(order)
+        self._block = block if reorder is not None else 1
+        self._reorder = reorder
+        self._drawn: list[Task] = []  # what is left of the current block, in draw order
         self._ids = itertools.count()
         self._lock = threading.Lock()
 
     def first(self, draws: int) -> list[Task]:
-        """The tasks of the first `draws` draws (each once), without drawing them."""
-        return self._order[:draws]
+        """The tasks of the first `draws` draws (each once; whole blocks), without drawing them."""
+        return self._order[: -(-draws // self._block) * self._block]
 
     def next(self) -> tuple[int, Task]:
         with self._lock:
-            return next(self._ids), next(self._cycle)
+            if not self._drawn:
+                block = list(itertools.islice(self._cycle, self._block))
+                self._drawn = self._reorder(block) if self._reorder is not None else block
+            return next(self._ids), self._drawn.pop(0)
+
+
+def slow_first_sampler(tasks: Sequence[Task], seed: int, block: int, costs: CostPredictor) -> TaskSampler:
+    """The cost-aware sampler: the seeded order in blocks of `block`, each predicted-slowest first."""
+    return TaskSampler(tasks, seed, block, lambda drawn: slow_first(drawn, lambda t: costs.predict(t.id)))
 
 
 class CostPredictor:
@@ -100,6 +117,7 @@ class Rollout:
     group_size: int
     depth_series: list[tuple[float, int]]
     costs: CostPredictor = field(default_factory=CostPredictor)
+    schedule: str = DEFAULT_SCHEDULE  # trainer/rules/schedule.py: cost-aware orders the gym queue
 
     def thread(self) -> None:
         """One rollout thread's loop, until the run stops."""
@@ -107,10 +125,11 @@ class Rollout:
         with cf.ThreadPoolExecutor(self.group_size, thread_name_prefix=prefix) as episodes:
             try:
                 while True:
-                    self.buffer.admit()
+                    admitted = self.buffer.admit()
                     started = self.timeline.now()
                     group_id, task = self.tasks.next()
                     version = self.policy.acquire()
+                    self.buffer.pinned(admitted, version)
                     try:
                         group = self._group(episodes, group_id, task, version)
                     finally:
@@ -166,7 +185,7 @@ class Rollout:
                 self.pool.close_episode(episode)
                 traj.turns.append(Turn(gen, CONTEXT_FULL))
                 return
-            call = self._step(episode, gen.text)  # on stop, the pool's call closes the episode
+            call = self._step(episode, gen.text, traj)  # on stop, the pool's call closes the episode
             episode, result = call.episode, call.result
             role = self.gym.feedback_role
             traj.turns.append(Turn(gen, result.observation, result.reward, result.outcome, role))
@@ -190,9 +209,10 @@ class Rollout:
             raise Stopped
         return gen
 
-    def _step(self, episode: Episode, action: str) -> StepCall:
+    def _step(self, episode: Episode, action: str, traj: Trajectory) -> StepCall:
         """The gym step of `action`; on stop, leave it to close its episode when it returns."""
-        future = self.pool.submit(episode, action)
+        priority = step_priority(traj.version, traj.predicted_gym_s) if self.schedule == "cost-aware" else None
+        future = self.pool.submit(episode, action, priority)
         while True:
             try:
                 return future.result(timeout=0.1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -21,14 +22,17 @@ from harness.options import (
     Profile,
     Results,
     SandboxBackend,
+    Schedule,
     Seed,
     modes_of,
     parse_options,
     placement_of,
+    schedule_of,
 )
 from harness.outputs import RESULTS
 from harness.target import DEFAULT_TARGET, Target
 from trainer.policies.profiles import DEFAULT_PROFILE
+from trainer.rules.schedule import DEFAULT_SCHEDULE
 
 if TYPE_CHECKING:
     from trainer.pipeline import StepRecord
@@ -50,6 +54,10 @@ def benchmark(
     group: Group = 4,
     max_staleness: MaxStaleness = 1,
     oversample: Oversample = 0,
+    schedule: Schedule = DEFAULT_SCHEDULE,
+    card: Annotated[Optional[Path], typer.Option(
+        help="A cost card (harness gyms profile) whose per-task figures are the cost predictor's prior; "
+        "without one, each task's cost is learned in the run.")] = None,
     seed: Seed = 0,
     gym_option: GymOptions = None,
     executor: Annotated[str, typer.Option(help="Where gym workers run: local, or ray (docs/ray.md).")] = "local",
@@ -78,6 +86,7 @@ def benchmark(
     and what the planner predicts for the target cluster."""
     modes = modes_of(mode)
     placement = placement_of(placement)
+    schedule = schedule_of(schedule)
     try:
         cluster = Target.parse(target)
     except ValueError as exc:
@@ -90,7 +99,8 @@ def benchmark(
         gym=gym, gym_options=parse_options(gym_option), modes=modes, steps=steps, policy=policy,
         profile=profile, gym_workers=gym_workers, batch_groups=batch, group_size=group,
         max_staleness=max_staleness, oversample=oversample, seed=seed, executor=executor, ray_address=ray_address,
-        placement=placement, sandbox=sandbox, repeats=repeats, control=control, warmup=warmup,
+        placement=placement, sandbox=sandbox, repeats=repeats, control=control, warmup=warmup, schedule=schedule,
+        card=str(card) if card is not None else None,
     )  # fmt: skip
 
     def progress(mode_name: str, s: StepRecord) -> None:
@@ -101,7 +111,7 @@ def benchmark(
             )
 
     if not as_json:
-        extra = (f", over-sampling {oversample} groups" if oversample else "") + (
+        extra = (f", over-sampling {oversample} groups" if oversample else "") + f", schedule {schedule}" + (
             f", {repeats} repeats (ABBA)" if repeats > 1 else "") + (", with the instant-gym control" if control else "")
         console.print(f"[bold]benchmark[/] gym {gym}, policy {policy}, modes {', '.join(modes)}, {steps} steps{extra}")
     def say(line: str) -> None:  # start-up progress, on stderr: --json's stdout is the JSON alone

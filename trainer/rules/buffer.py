@@ -17,8 +17,10 @@ they are still fresh enough, and are otherwise dropped as stale and counted: und
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+
+from trainer.rules.schedule import DEFAULT_SCHEDULE, check_schedule, choose_batch
 
 # This many fully errored groups in a row, and no trained group between them, stop the run:
 # the gym is broken, and waiting for a batch would wait forever.
@@ -113,10 +115,12 @@ class BufferRules:
     group_size: int
     max_staleness: int
     oversample: int = 0
+    schedule: str = DEFAULT_SCHEDULE  # trainer/rules/schedule.py
 
     def __post_init__(self) -> None:
         if self.max_staleness < 0 or self.oversample < 0:
             raise ValueError("max_staleness and oversample must be >= 0")
+        check_schedule(self.schedule)
 
     def room(self, books: Books, trainer_version: int) -> int:
         return room(books.started, books.wasted, trainer_version, self.max_staleness, self.batch_groups,
@@ -128,6 +132,14 @@ class BufferRules:
     def is_stale(self, group_version: int, trainer_version: int) -> bool:
         """The trainer takes groups in completion order; one too stale to train on is dropped."""
         return trainer_version - group_version > self.max_staleness
+
+    def choose(self, ready: Sequence[int], untrained: Mapping[int, int], trainer_version: int) -> list[int] | None:
+        """The batch to train now, as indices into `ready` (the ready groups' versions in completion
+        order, none of them stale); None to wait for another group. `untrained`: version -> groups
+        ready or in rollout. fifo takes the first batch_groups to complete; cost-aware, by deadline."""
+        if self.schedule == "fifo":
+            return list(range(self.batch_groups)) if len(ready) >= self.batch_groups else None
+        return choose_batch(ready, untrained, trainer_version, self.max_staleness, self.batch_groups)
 
     def gym_is_broken(self, books: Books) -> bool:
         """Enough fully errored groups in a row to stop the run (a batch's worth at least)."""
