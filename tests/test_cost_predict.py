@@ -14,6 +14,7 @@ from toy_gyms import ToyGym
 
 from gyms import Candidate, Outcome, Task
 from gyms.pool import GymPool
+from harness.benchmark import card_costs
 from harness.costcard import CostCard, load, save
 from harness.gymcost import measure
 from harness.record import write_mode
@@ -164,6 +165,19 @@ def test_a_card_from_before_per_task_figures_loads_with_none(tmp_path):
     (tmp_path / "old.json").write_text(__import__("json").dumps(data))
     old = load(tmp_path / "old.json")
     assert old.by_task == {} and old.task_costs() == {}
+
+
+def test_a_benchmarks_card_must_know_the_gyms_tasks(tmp_path):
+    save(card(by_task={"toy/0": 0.2, "toy/1": 1.0}), tmp_path / "card.json")
+    assert card_costs(str(tmp_path / "card.json"), ToyGym(tasks=3)) == pytest.approx({"toy/0": 0.3, "toy/1": 1.5})
+    save(card(by_task={"other/0": 0.2}), tmp_path / "other.json")
+    with pytest.raises(ValueError, match="no per-task figures for the toy gym's training tasks: write one with"):
+        card_costs(str(tmp_path / "other.json"), ToyGym(tasks=3))
+    save(card(), tmp_path / "none.json")  # a card from a run, or from before per-task figures
+    with pytest.raises(ValueError, match="harness gyms profile toy --out"):
+        card_costs(str(tmp_path / "none.json"), ToyGym(tasks=3))
+    with pytest.raises(ValueError, match="no cost card at"):
+        card_costs(str(tmp_path / "missing.json"), ToyGym(tasks=3))
 
 
 class CostlyTaskGym(ToyGym):

@@ -68,6 +68,8 @@ class ReadyBuffer:
         with self._cond:
             self._rollout[admitted] -= 1
             self._rollout[version] += 1
+            if version != admitted:
+                self._cond.notify_all()  # a newer group is due later: a waiting batch may do without it
 
     def put(self, group: Group) -> None:
         with self._cond:
