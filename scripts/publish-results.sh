@@ -9,6 +9,7 @@
 #   scripts/publish-results.sh plan-check      # the measured point that checks `harness plan`
 #   scripts/publish-results.sh verilog-heavy-oversample   # heavy verilog with --oversample 1
 #   scripts/publish-results.sh verilog-heavy-cost-aware   # heavy verilog with --schedule cost-aware
+#   scripts/publish-results.sh verilog-light-cost-aware   # light verilog with --schedule cost-aware
 #   scripts/publish-results.sh learning        # learning beside speed: the tiny policy on the math gym
 #
 # Each run is `harness benchmark` with three ABBA repeats (REPEATS, at least 3) and the instant-gym control: the light
@@ -44,8 +45,10 @@ wanted heavy verilator-heavy && run --gym verilog "${heavy[@]}" -o simulator=ver
 # The slow-sample bias after over-sampling (the verilog-heavy row is the one before): one group
 # in flight beyond the step's two, the step trains on the first two to complete.
 wanted heavy verilog-heavy-oversample && run --gym verilog "${heavy[@]}" --oversample 1
-# The cost-aware scheduler beside fifo's verilog-heavy row (docs/architecture.md, the scheduler).
+# The cost-aware scheduler beside fifo's verilog-heavy and verilog-light rows (docs/architecture.md,
+# the scheduler): where the slow answers are dropped, and where it must cost nothing.
 wanted heavy verilog-heavy-cost-aware && run --gym verilog "${heavy[@]}" --schedule cost-aware
+wanted light verilog-light-cost-aware && run --gym verilog --schedule cost-aware
 # The measured point beside the plan: `harness plan --gym modelica --card <heavy modelica run>/card.json
 # --profile a3-qwen3-4b --accelerators 2 --cores-per-node 2 --target-idle 0.02 --batch 2 --group 4`
 # predicts that this machine's 2 gym workers hold async idle under 2 % at max staleness 2.

@@ -118,6 +118,8 @@ def test_benchmark_bad_input_is_one_clear_line(tmp_path):
         (["--gym", "math", "--policy", "gpt"], "unknown policy"),
         (["--gym", "math", "--mode", "sideways"], "use both, sync or async"),
         (["--gym", "math", "--placement", "sideways"], "use colocated or disaggregated"),
+        (["--gym", "math", "--schedule", "lifo"], "use fifo or cost-aware"),
+        (["--gym", "math", "--card", str(tmp_path / "none.json")], "no cost card at"),
         (["--gym", "math", "--policy", "tiny", "--placement", "colocated"], "placement is an option of the replay"),
         (["--gym", "math", "--gym-workers", "0"], "Invalid value for '--gym-workers'"),
         (["--gym", "math", "-o", "size=many"], "math gym option size='many' must be a whole number"),
