@@ -211,7 +211,7 @@ class Rollout:
 
     def _step(self, episode: Episode, action: str, traj: Trajectory) -> StepCall:
         """The gym step of `action`; on stop, leave it to close its episode when it returns."""
-        priority = step_priority(traj.version, traj.predicted_gym_s, traj.group_id) if self.schedule == "cost-aware" else None
+        priority = step_priority(traj.version, traj.predicted_gym_s) if self.schedule == "cost-aware" else None
         future = self.pool.submit(episode, action, priority)
         while True:
             try:

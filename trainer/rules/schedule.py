@@ -24,7 +24,7 @@ cost-aware
     2. Deadline-first gym queue. A gym step of an older group runs before one of a newer group
        (`step_priority`), so the groups the trainer will wait for get the gym first; between
        groups of one version, the one predicted slower goes first (longest first shortens the
-       version's last finish), then the one that started first.
+       version's last finish).
     3. Slow-first starts. Tasks are drawn in blocks of batch_groups from the same seeded order,
        each block predicted-slowest first (`slow_first`): the same tasks as fifo, block by block,
        with the slow ones given the most time before their deadline.
@@ -81,12 +81,12 @@ def choose_batch(
     return order if keeps_deadlines(versions, untrained, trainer_version, max_staleness, batch_groups) else None
 
 
-def step_priority(version: int, predicted_s: float | None, group: int) -> tuple[int, float, int]:
+def step_priority(version: int, predicted_s: float | None) -> tuple[int, float]:
     """A gym step's place in the cost-aware queue (lower first): its group's version, then the
-    group's predicted cost, slower first, then the group that started first (a group's steps
-    finish together instead of interleaved with every other group's: groups complete one after
-    another, the first of them sooner)."""
-    return version, -(predicted_s or 0.0), group
+    group's predicted cost, slower first; equals in the order they came. Not by group: serving
+    one group's steps before the next one's completes the first group sooner, but starts the
+    later groups' turn chains late, which lengthens a step that needs them all."""
+    return version, -(predicted_s or 0.0)
 
 
 def slow_first(block: Sequence[T], predict: Callable[[T], float | None]) -> list[T]:
