@@ -1,25 +1,38 @@
-"""The simulator's tasks, schedule and fates (harness/sim/pipeline.py) and the priority queue
-(harness/sim/queue.py)."""
+"""The simulator's tasks, schedule and fates (harness/sim/pipeline.py), the priority queue
+(harness/sim/queue.py), and what `harness simulate` and `harness plan` make of them."""
 
 from __future__ import annotations
 
+import csv
 import heapq
 import itertools
+import json
+import shutil
 from collections import Counter
 from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
+from conftest import ROOT
+from in_process import harness_here
 
-from harness.costcard import CostCard, turn_pmf
+from harness.benchmark import BenchmarkSpec, run_benchmark
+from harness.costcard import CostCard, from_run, run_card, save, turn_pmf
+from harness.plan import Cluster, plan, render
+from harness.rundir import load_run
 from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig, simulate
 from harness.sim.queue import PriorityServers, Servers
 from harness.sim.stages import Stages
+from harness.simulate import MARKDOWN_HEADER, fidelity_line, fidelity_row, resimulate
 from trainer.bias import audit
 from trainer.metrics import summarize
+from trainer.policies.profiles import HardwareProfile
 from trainer.rollout import TaskSampler
-from trainer.types import DROPPED_STALE, ERRORED, IN_FLIGHT, TRAINED
+from trainer.types import DROPPED_STALE, ERRORED, FATES, IN_FLIGHT, TRAINED
+
+RESULTS = ROOT / "tests" / "fixtures" / "results"
+VERILOG_RUN = "20261130T125643Z-verilog"
 
 # Two task classes: six fast tasks and two five times slower, over up to 3 turns
 TWO_CLASSES = {**{f"fast-{i}": 1.0 for i in range(6)}, **{f"slow-{i}": 5.0 for i in range(2)}}
@@ -185,3 +198,118 @@ def test_the_priority_queue_with_equal_priorities_is_the_fifo_queue():
                 heapq.heappush(events, started)
     assert ends == pytest.approx(expected)
     assert queue.busy == pytest.approx(fifo.busy) and queue.busy_after(arrivals[-1] + 100) == 0.0
+
+
+# -- runs: a run's card has its tasks, a re-simulation its schedule --------------------------------
+
+
+def test_resimulating_a_run_takes_its_schedule(tmp_path):
+    assert resimulate(VERILOG_RUN, RESULTS, repeats=1).config.schedule == "fifo"  # recorded before schedules
+    run_dir = tmp_path / "runs" / VERILOG_RUN
+    shutil.copytree(RESULTS / "runs" / VERILOG_RUN, run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["spec"]["schedule"] = "cost-aware"
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    fid = resimulate(VERILOG_RUN, tmp_path, repeats=1)
+    assert fid.config.schedule == "cost-aware"
+    assert fid.predicted[0]["modes"]["async"]["config"]["schedule"] == "cost-aware"
+
+
+@pytest.fixture(scope="module")
+def cost_aware_run(tmp_path_factory):
+    """A short real benchmark under cost-aware (math: light, real checks), with fast emulated stages."""
+    root = tmp_path_factory.mktemp("results")
+    profile = root / "fast.json"
+    HardwareProfile("fast", "fast stages", generate_s_per_token=0.02 / 512, train_s_per_token=1e-6,
+                    update_weights_s=0.01, response_tokens=512).save(profile)  # fmt: skip
+    spec = BenchmarkSpec(gym="math", gym_options={}, steps=4, batch_groups=2, group_size=2, profile=str(profile),
+                         gym_workers=2, schedule="cost-aware")  # fmt: skip
+    _, run_dir = run_benchmark(spec, root)
+    return root, run_dir
+
+
+def test_a_run_card_has_each_tasks_step_time_from_its_own_steps(cost_aware_run):
+    _, run_dir = cost_aware_run
+    card_ = run_card(run_dir)  # card.json, written at the run's end
+    assert card_.by_task and all(s > 0 for s in card_.by_task.values())
+    with (run_dir / "trajectories.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    task_of = {(r["mode"], int(r["group"])): r["task_id"] for r in rows}
+    assert set(card_.by_task) <= {r["task_id"] for r in rows}
+    # by hand: the gym_step spans outside the first mode's warm-up step, by their group's task
+    run = load_run(run_dir)
+    first, warm_from = run.modes[0], run.steps[run.modes[0]][0].end
+    seconds: dict[str, list[float]] = {}
+    for mode in run.modes:
+        for span in run.spans[mode]:
+            if span.kind == "gym_step" and not (mode == first and span.start < warm_from):
+                seconds.setdefault(task_of[mode, span.group], []).append(span.duration)
+    assert card_.by_task == pytest.approx({t: sum(s) / len(s) for t, s in seconds.items()})
+    assert from_run(run).by_task == card_.by_task  # derived again, the same
+
+
+def test_resimulating_a_cost_aware_run_predicts_its_bias(cost_aware_run, monkeypatch, capsys):
+    root, run_dir = cost_aware_run
+    fid = resimulate(run_dir.name, root, repeats=3)
+    assert fid.config.schedule == "cost-aware"
+    predicted, measured = fid.acceptance("async")
+    assert measured == fid.measured.bias["async"]["slow_fast_acceptance"]
+    assert all(p["modes"]["async"]["bias"] is not None for p in fid.predicted)  # the card has tasks: fates
+    # cost-aware at max_staleness 1 without over-sampling drops nothing: 1.0 measured, and simulated
+    assert measured == 1.0 and predicted == (1.0, 0.0)
+    assert "async slow/fast acceptance 1.00 vs 1.00" in fidelity_line(fid)
+    assert fidelity_row(fid).split("|")[-2].strip() == "1.00 / 1.00"
+    assert fidelity_row(fid).count("|") == MARKDOWN_HEADER.splitlines()[0].count("|")
+    code, out, err = harness_here(monkeypatch, capsys, "simulate", "--run", run_dir.name, "--repeats", "2",
+                                  "--results", str(root), "--json")  # fmt: skip
+    assert code == 0, err
+    assert set(json.loads(out)["modes"]["async"]["slow_fast_acceptance"]) == {"measured", "predicted", "predicted_sd"}
+
+
+# -- the command line, and the planner ----------------------------------------------------------
+
+
+def test_simulate_prints_each_modes_bias_where_the_card_has_tasks(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "two-classes.json"
+    save(card(Distribution.uniform(0.5, 1.5), TWO_CLASSES), path)
+    common = ("simulate", "--card", str(path), "--gym-workers", "8", "--steps", "40", "--placement",
+              "disaggregated", "--profile", "h100-qwen3-4b")  # fmt: skip
+    code, out, err = harness_here(monkeypatch, capsys, *common, "--schedule", "cost-aware")
+    assert code == 0, err
+    assert "schedule cost-aware" in out
+    row = next(line for line in out.splitlines() if "slow/fast acceptance" in line)
+    assert [cell.strip() for cell in row.split("│") if cell.strip()][1:] == ["1.00", "1.00"]  # nothing dropped
+    assert "gym time dropped stale" in out
+    code, out, _ = harness_here(monkeypatch, capsys, *common, "--json")
+    figures = json.loads(out)
+    assert figures["modes"]["async"]["bias"]["slow_fast_acceptance"] < 1
+    assert set(figures["modes"]["async"]["bias"]["fates"]) == set(FATES)
+    code, _, err = harness_here(monkeypatch, capsys, *common, "--schedule", "lifo")
+    assert code == 2 and "use fifo or cost-aware" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_plan_recommends_cost_aware_where_it_holds_the_target_and_drops_less():
+    """A light gym: both schedules keep the trainer busy; fifo drops slow tasks' groups, cost-aware none."""
+    light = card(Distribution.uniform(0.05, 0.15), TWO_CLASSES)
+    accel = stages(0.02, 1.0, 0.2)
+    cluster = Cluster(nodes=1, accelerators_per_node=2, cores_per_node=32, placement="disaggregated")
+    p = plan(light, accel, cluster, target_idle=0.1)
+    fifo, aware = p.schedules["fifo"], p.schedules["cost-aware"]
+    assert p.schedule == "fifo" and fifo["dropped_of"] == aware["dropped_of"] == "gym time"
+    assert aware["idle"] <= max(p.target_idle, fifo["idle"]) and aware["dropped"] < fifo["dropped"]
+    assert p.recommended_schedule == "cost-aware"
+    line = next(line for line in render(p, "card", "stages") if line.startswith("schedule:"))
+    assert line.startswith("schedule: cost-aware recommended") and f"{fifo['dropped']:.1%}" in line
+    # the search under cost-aware compares fifo at its own point
+    other = plan(light, accel, cluster, target_idle=0.1, schedule="cost-aware")
+    assert other.schedule == "cost-aware" and set(other.schedules) == {"fifo", "cost-aware"}
+    assert other.summary.modes["async"].config["schedule"] == "cost-aware"
+
+
+def test_the_plan_keeps_fifo_where_cost_aware_idles_more():
+    """A heavier gym: fifo keeps the trainer busier by dropping the slow groups cost-aware waits for."""
+    heavier = card(Distribution.uniform(0.15, 0.45), TWO_CLASSES)
+    p = plan(heavier, stages(0.02, 1.0, 0.2), Cluster(1, 2, 32, "disaggregated"), target_idle=0.1)
+    fifo, aware = p.schedules["fifo"], p.schedules["cost-aware"]
+    assert aware["idle"] > max(p.target_idle, fifo["idle"]) and p.recommended_schedule == "fifo"
+    assert any(line.startswith("schedule: fifo (") for line in render(p, "card", "stages"))
