@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -219,9 +219,15 @@ def write_run_card(run_dir: Path, gym: Gym) -> None:
 
 
 def run_card(run_dir: Path) -> CostCard:
-    """A run's card.json, or one derived from its spans (runs from before card.json)."""
+    """A run's card.json, or one derived from its spans (runs from before card.json). A card.json
+    written before per-task figures gets them from the run's records where it has them."""
     file = run_dir / "card.json"
-    return load(file) if file.is_file() else from_run(load_run(run_dir))
+    if not file.is_file():
+        return from_run(load_run(run_dir))
+    card = load(file)
+    if not card.by_task and (run_dir / "trajectories.csv").is_file():
+        card = replace(card, by_task=_by_task(load_run(run_dir)))
+    return card
 
 
 def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[CostCard, str]:

@@ -248,6 +248,16 @@ def test_a_run_card_has_each_tasks_step_time_from_its_own_steps(cost_aware_run):
     assert from_run(run).by_task == card_.by_task  # derived again, the same
 
 
+def test_a_card_json_from_before_per_task_figures_gets_them_from_the_runs_records(cost_aware_run, tmp_path):
+    _, run_dir = cost_aware_run
+    old = tmp_path / run_dir.name
+    shutil.copytree(run_dir, old)
+    save(replace(run_card(run_dir), by_task={}), old / "card.json")
+    assert run_card(old).by_task == run_card(run_dir).by_task
+    (old / "trajectories.csv").unlink()  # a run recorded before trajectories.csv: none to find
+    assert run_card(old).by_task == {}
+
+
 def test_resimulating_a_cost_aware_run_predicts_its_bias(cost_aware_run, monkeypatch, capsys):
     root, run_dir = cost_aware_run
     fid = resimulate(run_dir.name, root, repeats=3)
