@@ -370,6 +370,8 @@ class _Simulation:
         self.books = self.books.completed(group.trainable, group.errored)
         if self.tracked:
             self.rollout[group.version] -= 1
+            if not self.rollout[group.version]:  # only the versions in rollout: a take adds them up
+                del self.rollout[group.version]
             if self.fates is not None:
                 self.open_groups.discard(group)
                 if group.errored:
