@@ -7,13 +7,16 @@ seconds and peak memory per call, and the gym's tool versions. Cards come from t
 * `harness.gymcost.measure` (`harness gyms profile NAME`): every replay candidate of each
   task through a GymPool, weighted to the replay policy's action mix.
 * `from_run`: a benchmark run's own gym_step spans (`harness benchmark` writes card.json;
-  older runs are derived on demand).
+  older runs are derived on demand), each task's step time from the spans of its groups
+  (trajectories.csv names each group's task).
 """
 
 from __future__ import annotations
 
+import csv
 import json
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +52,9 @@ class CostCard:
     # before this field, or one from a run recorded before its gym_step spans carried the estimate,
     # reads 0: its prompts grow by the responses alone, short by the feedback (docs/simulate.md).
     feedback_tokens: float = 0.0
-    # Profile only: by task id, the mean service seconds of one step of the task, weighted to the
-    # replay mix as service_s is. A card written before this field, or from a run, has none ({}).
+    # By task id, the mean service seconds of one step of the task: from a profile, weighted to the
+    # replay mix as service_s is; from a run, its steps of that task (`from_run`). A card written
+    # before this field, or from a run recorded before trajectories.csv, has none ({}).
     by_task: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -134,7 +138,8 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
     The spans say how long a step took, not why, so the timeout rate is unknown. Turns: the
     mean is measured (gym steps per trajectory that ran); the shape is the turn_pmf with the
     gym's max_turns. Feedback tokens: the mean of those the spans of steps whose episode went
-    on carry (0 where none do: a single-turn run, or one recorded before the spans had them)."""
+    on carry (0 where none do: a single-turn run, or one recorded before the spans had them).
+    Per task (`by_task`): the mean of the same spans by the task of their group (`_by_task`)."""
     warmup, rest = _warmup_calls(run)
     spans = warmup + rest
     if not rest:
@@ -151,6 +156,7 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
         workers=int(run.summary.gym_workers or 1), calls=len(spans),
         warmup_max_s=max((s.duration for s in warmup), default=None),
         feedback_tokens=_mean([s.feedback_tokens for s in spans if s.feedback_tokens is not None]),
+        by_task=_by_task(run),
     )  # fmt: skip
 
 
@@ -161,13 +167,39 @@ def _mean(values: list[int]) -> float:
 def _warmup_calls(run: Run) -> tuple[list[Span], list[Span]]:
     """The gym_step spans that start in the first mode's warm-up step (the modes share one pool,
     which starts its checkers then), and the rest."""
+    warmup, rest = [], []
+    for _, span, warming in _gym_steps(run):
+        (warmup if warming else rest).append(span)
+    return warmup, rest
+
+
+def _gym_steps(run: Run) -> Iterator[tuple[str, Span, bool]]:
+    """Each gym_step span with its mode, and whether it starts in the first mode's warm-up step."""
     first_mode = run.modes[0]
     warm_from = run.steps[first_mode][0].end
-    warmup, rest = [], []
     for mode in run.modes:
         for span in (s for s in run.spans[mode] if s.kind == "gym_step"):
-            (warmup if mode == first_mode and span.start < warm_from else rest).append(span)
-    return warmup, rest
+            yield mode, span, mode == first_mode and span.start < warm_from
+
+
+def _by_task(run: Run) -> dict[str, float]:
+    """Each task's mean step seconds in the run: its trajectories' gym time over their turns, from
+    the gym_step spans outside the warm-up step (as service_s), each matched to its task through
+    trajectories.csv (a row per trajectory: its mode, group and task). {} for a run recorded
+    before trajectories.csv, or before the spans named their group."""
+    file = run.path / "trajectories.csv"
+    if not file.is_file():
+        return {}
+    try:
+        with file.open(newline="") as f:
+            task_of = {(row["mode"], int(row["group"])): row["task_id"] for row in csv.DictReader(f)}
+    except (OSError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from None
+    seconds: dict[str, list[float]] = {}
+    for mode, span, warming in _gym_steps(run):
+        if not warming and (task := task_of.get((mode, span.group))) is not None:
+            seconds.setdefault(task, []).append(span.duration)
+    return {task: sum(s) / len(s) for task, s in sorted(seconds.items())}
 
 
 def _gym_of(run: Run) -> Gym | None:
@@ -187,9 +219,15 @@ def write_run_card(run_dir: Path, gym: Gym) -> None:
 
 
 def run_card(run_dir: Path) -> CostCard:
-    """A run's card.json, or one derived from its spans (runs from before card.json)."""
+    """A run's card.json, or one derived from its spans (runs from before card.json). A card.json
+    written before per-task figures gets them from the run's records where it has them."""
     file = run_dir / "card.json"
-    return load(file) if file.is_file() else from_run(load_run(run_dir))
+    if not file.is_file():
+        return from_run(load_run(run_dir))
+    card = load(file)
+    if not card.by_task and (run_dir / "trajectories.csv").is_file():
+        card = replace(card, by_task=_by_task(load_run(run_dir)))
+    return card
 
 
 def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[CostCard, str]:

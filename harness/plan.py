@@ -15,6 +15,12 @@ idle ratio (`idle_ratio`: what gym work leaves idle) is at or under the target; 
 staleness that reaches it wins, since staler samples cost learning and cores cost little. Beside it, the queueing rule's answer:
 n >= 1.3 x lambda x E[S], with lambda the gym calls per second when the accelerators set the pace
 (a step's generation and training in turn when colocated, the slower of the two when not).
+
+The schedule (trainer/rules/schedule.py): the search runs under `--schedule`; at the point it
+recommends, the other schedule is simulated too, and cost-aware is recommended when it holds the
+idle target as well or better (its idle at or under the larger of the target and fifo's) and
+drops less: less gym time dropped stale where the card has per-task figures (the bias audit's
+share), else fewer trajectories dropped stale.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.costcard import CostCard
@@ -31,6 +37,7 @@ from harness.sim.stages import Stages
 from harness.simulate import Simulated, simulate_modes
 from trainer.metrics import ModeSummary
 from trainer.rules.placement import DEFAULT_PLACEMENT, engines_and_trainers
+from trainer.rules.schedule import DEFAULT_SCHEDULE, SCHEDULES
 
 
 def idle_ratio(figures: ModeSummary, placement: str) -> float:
@@ -117,6 +124,16 @@ class Plan:
     summary: Simulated  # simulate_modes at the recommendation, sync and async
     tried: list[tuple[int, int, float]]  # (max_staleness, workers per node, async idle_ratio)
     warnings: list[str]
+    schedule: str = DEFAULT_SCHEDULE  # the search's
+    # Each schedule at the recommendation, async: {"idle": idle_ratio, "dropped": its share, "dropped_of": of what}
+    schedules: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def recommended_schedule(self) -> str:
+        """cost-aware where it holds the idle target as well as fifo or better and drops less; else fifo."""
+        fifo, aware = self.schedules["fifo"], self.schedules["cost-aware"]
+        holds = aware["idle"] <= max(self.target_idle, fifo["idle"])
+        return "cost-aware" if holds and aware["dropped"] < fifo["dropped"] else "fifo"
 
     @property
     def buffer_groups(self) -> int:
@@ -135,6 +152,7 @@ def plan(
     steps: int = 40,
     seed: int = 0,
     on_try: Callable[[str], None] | None = None,
+    schedule: str = DEFAULT_SCHEDULE,
 ) -> Plan:
     """`on_try` hears one line per simulation as it finishes (a large cluster takes minutes)."""
     if not 0 < target_idle < 1:
@@ -143,14 +161,14 @@ def plan(
         raise ValueError(f"--max-staleness-limit must be at least 1, got {staleness_limit}")
     batch = GROUPS_PER_ENGINE * cluster.engines if batch_groups is None else batch_groups
     base = SimConfig(mode="async", steps=steps, batch_groups=batch, group_size=group_size, engines=cluster.engines,
-                     trainers=cluster.trainers, seed=seed, placement=cluster.placement)  # fmt: skip
+                     trainers=cluster.trainers, seed=seed, placement=cluster.placement, schedule=schedule)  # fmt: skip
     tried: dict[tuple[int, int], float] = {}
 
     def idle(staleness: int, per_node: int) -> float:
         key = staleness, per_node
         if key not in tried:
             started = time.monotonic()
-            config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes)
+            config = replace(base, max_staleness=staleness, gym_workers=per_node * cluster.nodes, record_fates=False)
             tried[key] = idle_ratio(simulate_modes(card, stages, config, ("async",)).modes["async"], cluster.placement)
             if on_try is not None:
                 on_try(f"simulated max_staleness {staleness}, {per_node} gym workers per node: async idle "
@@ -176,10 +194,27 @@ def plan(
     if on_try is not None:
         on_try(f"chosen: max_staleness {staleness}, {per_node} gym workers per node; simulating sync and async")
     summary = simulate_modes(card, stages, config, ("sync", "async"))
+    (other,) = (s for s in SCHEDULES if s != schedule)
+    if on_try is not None:
+        on_try(f"simulating async under the {other} schedule at the same point")
+    alternative = simulate_modes(card, stages, replace(config, schedule=other), ("async",))
+    schedules = {schedule: _schedule_figures(summary.modes["async"], cluster.placement),
+                 other: _schedule_figures(alternative.modes["async"], cluster.placement)}  # fmt: skip
     result = Plan(cluster, batch, group_size, target_idle, rule, per_node, staleness, reached, summary,
-                  sorted((s, n, i) for (s, n), i in tried.items()), [])  # fmt: skip
+                  sorted((s, n, i) for (s, n), i in tried.items()), [], schedule, schedules)  # fmt: skip
     result.warnings.extend(_warnings(result))
     return result
+
+
+def _schedule_figures(figures: ModeSummary, placement: str) -> dict[str, Any]:
+    """A schedule's idle and what it dropped stale: the share of gym time where the simulation had
+    tasks (its bias audit), else the share of trajectories generated."""
+    if figures.bias is not None:
+        return {"idle": idle_ratio(figures, placement), "dropped": figures.bias["gym_s_dropped_share"],
+                "dropped_of": "gym time"}  # fmt: skip
+    books = figures.accounting
+    return {"idle": idle_ratio(figures, placement), "dropped": books["dropped_stale"] / max(books["generated"], 1),
+            "dropped_of": "trajectories"}  # fmt: skip
 
 
 def _fewest(good: Callable[[int], bool], most: int, guess: int) -> int:
@@ -262,11 +297,22 @@ def render(p: Plan, card_from: str, stages_from: str) -> list[str]:
         f"{sync.step_time_mean:.2f} s; speedup {(p.summary.comparison or {})['speedup']:.2f}x; "
         f"{async_.samples_per_s:.1f} samples/s",
     ]
+    lines.append(_schedule_line(p))
     for staleness, per_node, idle in p.tried:
         if staleness < p.max_staleness and per_node == c.cores_per_node:
             lines.append(f"rejected: max_staleness {staleness} leaves it idle {idle:.1%} even with "
                          f"{per_node} gym workers per node")  # fmt: skip
     return lines + [f"warning: {w}" for w in p.warnings]
+
+
+def _schedule_line(p: Plan) -> str:
+    fifo, aware = p.schedules["fifo"], p.schedules["cost-aware"]
+    name = IDLE_NAMES[p.cluster.placement].split(" (")[0]
+    figures = (f"simulated async {name} {aware['idle']:.1%} under cost-aware vs {fifo['idle']:.1%} under fifo, "
+               f"{aware['dropped_of']} dropped stale {aware['dropped']:.1%} vs {fifo['dropped']:.1%}")  # fmt: skip
+    if p.recommended_schedule == "cost-aware":
+        return f"schedule: cost-aware recommended ({figures}): `harness benchmark --schedule cost-aware`"
+    return f"schedule: fifo ({figures}; cost-aware is recommended where it holds the target as well and drops less)"
 
 
 def to_json(p: Plan, card_from: str, stages_from: str) -> dict[str, Any]:
@@ -280,5 +326,6 @@ def to_json(p: Plan, card_from: str, stages_from: str) -> dict[str, Any]:
         "buffer_groups": p.buffer_groups, "reached": p.reached, "simulated": p.summary.to_json(),
         "idle_ratio": IDLE_NAMES[p.cluster.placement],
         "tried": [{"max_staleness": s, "workers_per_node": n, "idle_ratio": i} for s, n, i in p.tried],
-        "warnings": p.warnings,
+        "warnings": p.warnings, "schedule": p.schedule, "schedules": p.schedules,
+        "recommended_schedule": p.recommended_schedule,
     }  # fmt: skip

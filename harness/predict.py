@@ -35,7 +35,8 @@ def predict(run_dir: Path, summary: RunSummary, target: Target) -> dict[str, Any
     card, stages = run_card(run_dir), _stages(run_dir, summary)
     placement = summary.placement or DEFAULT_PLACEMENT
     cluster = planner.Cluster(target.nodes, target.accelerators, target.cores, placement)
-    chosen = planner.plan(card, stages, cluster, group_size=int(summary.spec["group_size"]))
+    chosen = planner.plan(card, stages, cluster, group_size=int(summary.spec["group_size"]),
+                          schedule=summary.spec["schedule"])  # fmt: skip
     async_, sync = chosen.summary.modes["async"], chosen.summary.modes["sync"]
     return {
         "target": {"accelerators_per_node": target.accelerators, "cores_per_node": target.cores, "nodes": target.nodes},

@@ -260,8 +260,10 @@ def _spans(file: Path) -> dict[str, list[Span]]:
         try:
             d = json.loads(line)
             version = d["version"] if "version" in d else d["step"]  # "step" in runs before schema 2
-            span = Span(str(d["resource"]), str(d["kind"]), float(d["start"]), float(d["end"]), int(version),
-                        feedback_tokens=None if d.get("feedback_tokens") is None else int(d["feedback_tokens"]))
+            # where a span names them: its group, sample and turn (a rollout span's), its feedback's tokens
+            optional = {k: None if d.get(k) is None else int(d[k])
+                        for k in ("group", "sample", "turn", "feedback_tokens")}  # fmt: skip
+            span = Span(str(d["resource"]), str(d["kind"]), float(d["start"]), float(d["end"]), int(version), **optional)
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise RunDirError(f"{file}:{n}: not a span ({exc})") from None
         spans.setdefault(str(d["mode"]), []).append(span)

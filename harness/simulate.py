@@ -2,7 +2,9 @@
 
 A simulation reports what `harness benchmark` reports, computed by the same code
 (trainer.metrics): trainer idle ratio, step time, samples/s, staleness, and the speedup of
-async over sync. Reward is not modelled, so it is left out.
+async over sync. Reward is not modelled, so it is left out. Where the card has per-task
+figures, each trajectory has a fate, and each mode the slow-sample bias audit (trainer/bias.py):
+slow/fast acceptance and the share of gym time that was dropped stale.
 """
 
 from __future__ import annotations
@@ -89,6 +91,17 @@ class Fidelity:
         values = [p["modes"][mode][key] for p in self.predicted]
         return 100 * (sum(v < measured for v in values) + 0.5 * sum(v == measured for v in values)) / len(values)
 
+    def acceptance(self, mode: str) -> tuple[tuple[float, float] | None, float | None]:
+        """Slow/fast acceptance (trainer/bias.py): predicted (mean, sd over the simulations that have
+        one: the card has per-task figures, and both quartiles decided something) and measured
+        (the run's `bias` block, pooled over its repeats); None where there is none."""
+        values = [p["modes"][mode]["bias"]["slow_fast_acceptance"] for p in self.predicted
+                  if p["modes"][mode]["bias"] is not None]  # fmt: skip
+        values = [v for v in values if v is not None]
+        predicted = (statistics.fmean(values), statistics.pstdev(values)) if values else None
+        measured = (self.measured.bias.get(mode) or {}).get("slow_fast_acceptance")
+        return predicted, measured
+
     def speedup(self) -> tuple[float, float] | None:
         if not self.measured.comparison:
             return None
@@ -104,6 +117,10 @@ class Fidelity:
                       "predicted_sd": self.predicted_mean(mode, key)[1]}
                 for _, key, _ in COMPARED
             }  # fmt: skip
+        for mode in self.modes:
+            predicted, measured = self.acceptance(mode)
+            out["modes"][mode]["slow_fast_acceptance"] = {
+                "measured": measured, "predicted": predicted and predicted[0], "predicted_sd": predicted and predicted[1]}
         if (speedup := self.speedup()) is not None:
             out["speedup"] = {"measured": self.measured["comparison"]["speedup"], "predicted": speedup[0],
                               "predicted_sd": speedup[1]}  # fmt: skip
@@ -112,9 +129,9 @@ class Fidelity:
 
 def resimulate(run: str, results_root: Path, repeats: int = 100, seed: int = 0) -> Fidelity:
     """Simulate a real run from its own measurements (gym_step, generate, generate_request,
-    actor_train and update_weights spans; its batch, group, staleness, over-sampling, gym
-    workers and steps), `repeats` times with different seeds: a run of a few steps is itself
-    one noisy sample."""
+    actor_train and update_weights spans, its tasks' step times where its card has them; its
+    batch, group, staleness, over-sampling, gym workers, steps and schedule), `repeats` times
+    with different seeds: a run of a few steps is itself one noisy sample."""
     if repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {repeats}")
     path = find_run(run, results_root)
@@ -128,13 +145,14 @@ def resimulate(run: str, results_root: Path, repeats: int = 100, seed: int = 0) 
 
 def config_of(summary: RunSummary) -> SimConfig:
     """The simulator's configuration of a benchmark run: its batch, group, staleness,
-    over-sampling, gym workers, steps and placement."""
+    over-sampling, gym workers, steps, placement and schedule."""
     spec = summary.spec
     return SimConfig(
         steps=int(spec["steps"]), batch_groups=int(spec["batch_groups"]), group_size=int(spec["group_size"]),
         max_staleness=int(spec["max_staleness"]), oversample=_oversample(summary),
         gym_workers=int(summary.gym_workers or 1),
         placement=summary.placement or "disaggregated",  # real stages: their own hardware
+        schedule=spec["schedule"],  # "fifo" for runs from before the scheduler (harness/rundir.py's upgrade)
     )  # fmt: skip
 
 
@@ -156,6 +174,13 @@ def fidelity_table(fid: Fidelity) -> Table:
             mean, sd = fid.predicted_mean(mode, key)
             cells += [f"{mean:{fmt}} ± {sd:{fmt}}", format(fid.measured["modes"][mode][key], fmt)]
         table.add_row(label, *cells)
+    if any(any(x is not None for x in fid.acceptance(mode)) for mode in fid.modes):
+        cells = []
+        for mode in fid.modes:
+            predicted, measured = fid.acceptance(mode)
+            cells += ["-" if predicted is None else f"{predicted[0]:.2f} ± {predicted[1]:.2f}",
+                      "-" if measured is None else f"{measured:.2f}"]  # fmt: skip
+        table.add_row("slow/fast acceptance", *cells)
     return table
 
 
@@ -170,13 +195,19 @@ def fidelity_line(fid: Fidelity) -> str:
     if (speedup := fid.speedup()) is not None:
         measured = fid.measured["comparison"]["speedup"]
         parts.append(f"speedup {speedup[0]:.2f}x vs {measured:.2f}x ({speedup[0] / measured - 1:+.1%})")
+    if "async" in fid.modes:
+        predicted, measured = fid.acceptance("async")
+        if predicted is not None and measured is not None:
+            parts.append(f"async slow/fast acceptance {predicted[0]:.2f} vs {measured:.2f} "
+                         f"({predicted[0] - measured:+.2f})")  # fmt: skip
     return "; ".join(parts)
 
 
 MARKDOWN_HEADER = (
     "| run | sync idle, predicted / measured | async idle, predicted / measured | sync step_time (s) "
-    "| async step_time (s) | speedup, predicted / measured | measured async idle at |\n"
-    "|---|---|---|---|---|---|---|"
+    "| async step_time (s) | speedup, predicted / measured | measured async idle at "
+    "| async slow/fast acceptance, predicted / measured |\n"
+    "|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -198,9 +229,12 @@ def fidelity_row(fid: Fidelity) -> str:
         measured = fid.measured["comparison"]["speedup"]
         speed = f"{speedup[0]:.2f}x / {measured:.2f}x ({speedup[0] / measured - 1:+.0%})"
     rank = f"p{fid.rank('async', 'trainer_idle_ratio'):.0f}" if "async" in fid.modes else "-"
+    predicted, measured = fid.acceptance("async") if "async" in fid.modes else (None, None)
+    acceptance = "-" if predicted is None or measured is None else f"{predicted[0]:.2f} / {measured:.2f}"
     run = f"{fid.run_id} (seed {fid.measured['spec']['seed']}, {fid.config.steps} steps)"
     cells = [run, pair("sync", "trainer_idle_ratio", ".1%"), pair("async", "trainer_idle_ratio", ".1%"),
-             pair("sync", "step_time_mean", ".2f"), pair("async", "step_time_mean", ".2f"), speed, rank]  # fmt: skip
+             pair("sync", "step_time_mean", ".2f"), pair("async", "step_time_mean", ".2f"), speed, rank,
+             acceptance]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
 
@@ -211,6 +245,11 @@ def summary_table(summary: Simulated) -> Table:
                             ("rollout idle ratio (mean engine)", "rollout_idle_ratio", ".1%"),
                             ("ideal step_time (s)", "ideal_step_time", ".2f")):  # fmt: skip
         table.add_row(label, *(format(m[key], fmt) for m in modes.values()))
+    if any(m["bias"] is not None for m in modes.values()):  # the card has tasks: each trajectory a fate
+        for label, key, fmt in (("slow/fast acceptance", "slow_fast_acceptance", ".2f"),
+                                ("gym time dropped stale (share)", "gym_s_dropped_share", ".1%")):  # fmt: skip
+            table.add_row(label, *("-" if m["bias"] is None or m["bias"][key] is None else format(m["bias"][key], fmt)
+                                   for m in modes.values()))  # fmt: skip
     return table
 
 

@@ -9,10 +9,11 @@ from typing import Annotated, Optional
 import typer
 
 from harness.console import console, err
-from harness.options import Group, Json, Placement, Profile, Results, Seed, placement_of
+from harness.options import Group, Json, Placement, Profile, Results, Schedule, Seed, placement_of, schedule_of
 from harness.outputs import RESULTS
 from trainer.policies.profiles import DEFAULT_PROFILE
 from trainer.rules.placement import DEFAULT_PLACEMENT
+from trainer.rules.schedule import DEFAULT_SCHEDULE
 
 
 def plan(
@@ -26,6 +27,7 @@ def plan(
                                                  "RESULTS/runs/, else an error.")] = None,
     profile: Profile = DEFAULT_PROFILE,
     placement: Placement = DEFAULT_PLACEMENT,
+    schedule: Schedule = DEFAULT_SCHEDULE,
     batch: Annotated[Optional[int], typer.Option(min=1, help="Groups per step (default: 4 per rollout engine).")] = None,
     group: Group = 4,
     target_idle: Annotated[float, typer.Option(help="Highest acceptable async trainer idle ratio.")] = 0.05,
@@ -36,17 +38,20 @@ def plan(
     as_json: Json = False,
 ) -> None:
     """Recommend gym workers per node, max staleness and buffer depth, by simulation, with the
-    predicted idle ratio and speedup and the sizing rule's answer beside it."""
+    predicted idle ratio and speedup and the sizing rule's answer beside it; and the schedule
+    (the search runs under --schedule; the other is simulated at the recommendation)."""
     from harness import plan as planner
     from harness.costcard import find_card
     from harness.sim.stages import from_profile
     from trainer.policies.profiles import load_profile
 
+    schedule = schedule_of(schedule)
     cluster = planner.Cluster(nodes, accelerators, cores_per_node, placement_of(placement) or DEFAULT_PLACEMENT)
     cost, where = find_card(gym, results, card)
     stages = from_profile(load_profile(profile))
     result = planner.plan(cost, stages, cluster, batch, group, target_idle, max_staleness_limit, steps, seed,
-                          on_try=lambda line: err.print(f"  {line}", highlight=False, soft_wrap=True))  # fmt: skip
+                          on_try=lambda line: err.print(f"  {line}", highlight=False, soft_wrap=True),
+                          schedule=schedule)  # fmt: skip
     if as_json:
         print(json.dumps(planner.to_json(result, where, stages.source), indent=2, sort_keys=True))
         return

@@ -20,13 +20,16 @@ from harness.options import (
     Placement,
     Profile,
     Results,  # fmt: skip
+    Schedule,
     Seed,
     modes_of,
     placement_of,
+    schedule_of,
 )
 from harness.outputs import RESULTS
 from trainer.policies.profiles import DEFAULT_PROFILE
 from trainer.rules.placement import DEFAULT_PLACEMENT
+from trainer.rules.schedule import DEFAULT_SCHEDULE
 
 
 def simulate(
@@ -47,6 +50,7 @@ def simulate(
                                          "as many as --trainers, one pool.")] = 1,
     trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
     placement: Placement = DEFAULT_PLACEMENT,  # --run takes the run's
+    schedule: Schedule = DEFAULT_SCHEDULE,  # --run takes the run's
     repeats: Annotated[int, typer.Option(help="--run: simulations averaged (seeds SEED, SEED+1, ...).")] = 100,
     seed: Seed = 0,
     results: Results = RESULTS,
@@ -74,7 +78,8 @@ def simulate(
         if as_json:
             print(json.dumps(fidelity.to_json(), indent=2))
             return
-        console.print(f"[bold]{fidelity.gym}[/] run {fidelity.run_id}: predicted (mean ± sd of {repeats} "
+        console.print(f"[bold]{fidelity.gym}[/] run {fidelity.run_id} (schedule {fidelity.config.schedule}): "
+                      f"predicted (mean ± sd of {repeats} "
                       "simulations from the run's own spans) vs measured")  # fmt: skip
         console.print(sim.fidelity_table(fidelity))
         console.print(sim.fidelity_line(fidelity))
@@ -85,13 +90,14 @@ def simulate(
         batch_groups=batch, group_size=group, max_staleness=max_staleness, oversample=oversample, engines=engines,
         trainers=trainers,
         gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement_of(placement) or DEFAULT_PLACEMENT,
+        schedule=schedule_of(schedule),
     )  # fmt: skip
     summary = sim.simulate_gym(gym, card, profile, config, modes, results)
     if as_json:
         print(json.dumps(summary.to_json(), indent=2, sort_keys=True))
         return
     console.print(f"[bold]{summary.gym}[/] simulated: card {summary.card_from}; stages {summary.stages}, "
-                  f"placement {config.placement}")  # fmt: skip
+                  f"placement {config.placement}, schedule {config.schedule}")  # fmt: skip
     console.print(sim.summary_table(summary))
     if summary.comparison:
         c = summary.comparison

@@ -12,22 +12,48 @@
   the real trainer has one. A request's time is a drawn response time plus its turn's prefill
   beyond the first prompt, the prompt growing by the mean response and the card's feedback
   tokens each turn (trainer/rules/context.py, through `Stages.prefill_s`).
-* The trainer takes groups in completion order, drops those staler than max_staleness (they
-  count as wasted for admission), trains on batch_groups groups (one sequence per trajectory,
-  as long as its turns made it: `Stages.train_s`), publishes the next version.
+* The trainer drops groups staler than max_staleness (they count as wasted for admission),
+  trains on batch_groups groups (one sequence per trajectory, as long as its turns made it:
+  `Stages.train_s`), publishes the next version. Which groups, by the schedule
+  (trainer/rules/schedule.py, `SimConfig.schedule`): fifo takes them in completion order;
+  cost-aware asks `BufferRules.choose` (deadline batching) with the versions of the groups
+  ready and in rollout, as the real buffer does.
+* Tasks, where the card has per-task figures (`CostCard.by_task`, each task's mean step
+  seconds): each group draws a task from the card's tasks in a seeded shuffled cycle, as
+  trainer/rollout.py's TaskSampler does (the sampler itself), and a gym step of task t takes a
+  service time drawn from the card's one distribution, scaled by by_task[t] / (the mean of
+  by_task over the tasks). The model's assumption: a task scales the gym-wide distribution and
+  changes nothing else (its shape, the turns an episode takes, the error rate are the card's,
+  whatever the task), and every step of a task is that much slower, so a slow task is slow in
+  every episode of its group. Tasks come equally often, so the gym-wide mean step is kept.
+  This is what makes the slow-sample bias: a slow task's group completes late, and under fifo
+  at bounded staleness it is the one overtaken and dropped. A simulated run then has a fate
+  for each trajectory (`RunResult.fates`: task, version, turns, gym seconds, trained at a
+  step, dropped stale, errored or in flight at the end), so trainer/bias.py's audit reads it as
+  a real run's; the simulator has no rewards (0.0) and no outcomes. A card without per-task
+  figures simulates as before: the same draws, the same results, no fates.
+* Cost-aware (`schedule="cost-aware"`), beside deadline batching: slow-first starts (tasks
+  drawn in blocks of batch_groups from the same seeded order, each block predicted-slowest
+  first, `slow_first`) and the deadline-first gym queue (`step_priority`: the group's version,
+  then its predicted cost; harness/sim/queue.py `PriorityServers`). The simulator's predictor
+  is the card's figure for the task (`CostCard.task_costs`), which orders tasks exactly as
+  their simulated costs do; the real run learns its predictions as it goes (trainer/rules/cost.py),
+  from the card as prior where it has one.
 * Placement, as the replay policy's: `disaggregated` (the default) trains on accelerators of
   its own; `colocated` has one accelerator pool (one engine, one trainer) that engine calls
   and training steps take in turn, in the order they ask for it.
 
-Events: an engine call ends, an episode's gym step ends, a training step ends. Queue waits
-need no events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds.
+Events: an engine call ends, an episode's gym step ends, a training step ends. FIFO queue waits
+need no events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds; the
+cost-aware priority queue starts each waiting step when a step ends, at that step's event.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections import deque
+import statistics
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from heapq import heappop, heappush
@@ -38,12 +64,16 @@ import numpy as np
 
 from harness.costcard import CostCard
 from harness.sim.engine import BatchingEngine
-from harness.sim.queue import Servers
+from harness.sim.queue import PriorityServers, Servers
 from harness.sim.stages import Stages
+from trainer import types
+from trainer.pipeline import RunConfig, RunResult, StepRecord
+from trainer.rollout import TaskSampler
 from trainer.rules.buffer import Books, BufferRules
 from trainer.rules.placement import DEFAULT_PLACEMENT, PLACEMENTS
-from trainer.pipeline import RunConfig, RunResult, StepRecord
+from trainer.rules.schedule import DEFAULT_SCHEDULE, slow_first, step_priority
 from trainer.timeline import Timeline
+from trainer.types import Fate
 
 CALL_ENDED, STEPPED, TRAINED = 0, 1, 2
 
@@ -65,6 +95,10 @@ class SimConfig:
     # colocated: one pool of accelerators, each an engine and a trainer replica, and a train step
     # holds them all (generation and training never overlap); disaggregated: each its own
     placement: str = DEFAULT_PLACEMENT
+    schedule: str = DEFAULT_SCHEDULE  # fifo or cost-aware (trainer/rules/schedule.py), checked as RunConfig's
+    # Each trajectory's fate, where the card has tasks; off, a run costs less (harness plan's search
+    # reads the idle ratio alone) and its result has no fates, so no bias audit
+    record_fates: bool = True
 
     def __post_init__(self) -> None:
         self.run_config(self.steps)  # RunConfig's checks
@@ -84,7 +118,8 @@ class SimConfig:
 
     def run_config(self, steps: int) -> RunConfig:
         return RunConfig(self.mode, steps, self.batch_groups, self.group_size, self.max_staleness,
-                         oversample=self.oversample, rollout_threads=self.rollout_threads, seed=self.seed)  # fmt: skip
+                         oversample=self.oversample, rollout_threads=self.rollout_threads, seed=self.seed,
+                         schedule=self.schedule)  # fmt: skip
 
 
 class _Group:
@@ -108,6 +143,39 @@ class _Episode:
         self.turn = 1  # the turn it asks for next
 
 
+# A run with tasks or the cost-aware schedule ("tracked") keeps more of each group and episode:
+# its task, its fates' figures, its gym steps' priority. A plain run (fifo, a card without tasks)
+# keeps what it always kept, on an event loop of its own, so that it costs what it did.
+
+
+class _TrackedGroup(_Group):
+    __slots__ = ("number", "task", "predicted", "priority", "episodes")
+
+    def track(self, number: int, task: str, predicted: float | None) -> None:
+        self.number = number  # in the order groups start
+        self.task = task  # "" where the card has no tasks
+        self.predicted = predicted  # the task's predicted gym seconds per trajectory; None: unknown
+        self.priority = step_priority(self.version, predicted)  # its gym steps' place in cost-aware's queue
+        self.episodes: list[_TrackedEpisode] = []
+
+
+class _TrackedEpisode(_Episode):
+    __slots__ = ("scale", "step_s", "gym_s", "errored")
+
+    def __init__(self, group: _TrackedGroup, engine: BatchingEngine[_Episode], calls: int, scale: float,
+                 errored: bool) -> None:  # fmt: skip
+        self.group, self.engine, self.calls, self.turn = group, engine, calls, 1  # as _Episode
+        self.scale = scale  # its task's: a step's service is a draw times this
+        self.step_s = 0.0  # the service of its step in the gym
+        self.gym_s = 0.0  # the service of its steps that ended
+        self.errored = errored  # ends in an infrastructure error
+
+    @property
+    def turns(self) -> int:
+        """Turns whose gym step ended (the one in the gym, or waiting for its answer, is not yet one)."""
+        return self.turn - (1 if self.calls else 0)
+
+
 def simulate(card: CostCard, stages: Stages, config: SimConfig) -> RunResult:
     """One simulated run; the result reads like a real one (trainer.metrics.summarize)."""
     return _Simulation(card, stages, config).run()
@@ -117,7 +185,8 @@ class _Simulation:
     def __init__(self, card: CostCard, stages: Stages, config: SimConfig) -> None:
         self.card, self.stages, self.config = card, stages, config
         run_config = config.run_config(config.steps)
-        self.rules = BufferRules(config.batch_groups, config.group_size, run_config.staleness, config.oversample)
+        self.rules = BufferRules(config.batch_groups, config.group_size, run_config.staleness, config.oversample,
+                                 config.schedule)  # fmt: skip
         rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(6)]
         self.service = card.service_s.stream(rngs[0])
         self.response = stages.response_s.stream(rngs[1])
@@ -130,6 +199,24 @@ class _Simulation:
         self.trajectory_train_s = [stages.train_s(t, card.feedback_tokens) for t in turns]
         self.chance = _uniforms(rngs[5])
         self.gym = Servers(config.gym_workers)
+        # cost-aware: the deadline-first gym queue, in place of the FIFO one
+        self.queue = PriorityServers[_Episode](config.gym_workers) if config.schedule == "cost-aware" else None
+        self.predicted: dict[str, float] = {}  # by task: predicted gym seconds per trajectory
+        self.scale: dict[str, float] = {}  # by task: its steps' service over a draw's
+        self.tasks: TaskSampler | None = None  # the card's tasks, where it has per-task figures
+        self.fates: list[Fate] | None = None  # recorded where the card has tasks
+        self.open_groups: set[_Group] = set()  # in rollout, for their fates at the end (where recorded)
+        if card.by_task:
+            mean = statistics.fmean(card.by_task.values())
+            # a step of task t: a draw x by_task[t] / mean (every figure 0: the draw as it is)
+            self.scale = {t: (s / mean if mean > 0 else 1.0) for t, s in card.by_task.items()}
+            self.predicted = card.task_costs()  # the predictor: the card's figure, exact per task
+            reorder = None
+            if config.schedule == "cost-aware":  # slow-first starts, by the card's figures
+                reorder = lambda block: slow_first(block, self.predicted.get)  # noqa: E731
+            self.tasks = TaskSampler(sorted(card.by_task), config.seed, config.batch_groups, reorder)
+            self.fates = [] if config.record_fates else None
+        self.tracked = self.tasks is not None or self.queue is not None
         self.engines = [BatchingEngine[_Episode](stages.generate_call_s) for _ in range(config.engines)]
         self.accelerator_free = 0.0  # colocated: when training lets go of the accelerator
         self.events: list[tuple[float, int, int, Any]] = []  # (time, tie-break, kind, payload)
@@ -138,6 +225,7 @@ class _Simulation:
         self.version = self.step = 0
         self.books = Books()
         self.ready: deque[_Group] = deque()
+        self.rollout: Counter[int] = Counter()  # tracked: groups in rollout by version (as the real buffer's)
         self.batch: list[_Group] = []
         self.training = False
         self.wait_start = self.previous_end = 0.0
@@ -146,8 +234,15 @@ class _Simulation:
         self.window: tuple[float, float, float] | None = None  # start, gym and engine busy before it
 
     def run(self) -> RunResult:
-        events, seq, serve, service, ask = self.events, self.seq, self.gym.serve, self.service, self._ask
         self._start_groups(0.0)
+        result = self._run_tracked() if self.tracked else self._run_plain()
+        if result is None:
+            raise ValueError("the simulated pipeline is stuck: fewer rollout threads than batch_groups never fill a batch")
+        return result
+
+    def _run_plain(self) -> RunResult | None:
+        """The event loop of a plain run: fifo, every step a draw of the card's distribution."""
+        events, seq, serve, service, ask = self.events, self.seq, self.gym.serve, self.service, self._ask
         while events:
             now, _, kind, payload = heappop(events)
             if kind == STEPPED:
@@ -169,7 +264,42 @@ class _Simulation:
                     heappush(events, (engine.start(now), next(seq), CALL_ENDED, engine))
             elif self._trained(now, payload):
                 return self._result(now)
-        raise ValueError("the simulated pipeline is stuck: fewer rollout threads than batch_groups never fill a batch")
+        return None
+
+    def _run_tracked(self) -> RunResult | None:
+        """The plain loop, and: a step's service scaled by its task, each episode's gym seconds, and
+        under cost-aware the priority queue, which starts a waiting step when one ends."""
+        events, seq, serve, service, ask, queue = (self.events, self.seq, self.gym.serve, self.service, self._ask,
+                                                   self.queue)  # fmt: skip
+        while events:
+            now, _, kind, payload = heappop(events)
+            if kind == STEPPED:
+                episode = payload
+                episode.gym_s += episode.step_s
+                if queue is not None and (started := queue.finish(now)) is not None:
+                    heappush(events, (started[0], next(seq), STEPPED, started[1]))
+                episode.calls -= 1
+                if episode.calls:
+                    episode.turn += 1
+                    ask(now, episode)
+                else:
+                    group = episode.group
+                    group.open -= 1
+                    if not group.open:
+                        self._complete(now, group)
+            elif kind == CALL_ENDED:
+                engine = payload
+                for answered in engine.finish():  # each answer's gym step queues now
+                    s = answered.step_s = next(service) * answered.scale
+                    if queue is None:
+                        heappush(events, (serve(now, s), next(seq), STEPPED, answered))
+                    elif (end := queue.arrive(now, answered.group.priority, s, answered)) is not None:
+                        heappush(events, (end, next(seq), STEPPED, answered))
+                if engine.waiting and now >= self.accelerator_free:
+                    heappush(events, (engine.start(now), next(seq), CALL_ENDED, engine))
+            elif self._trained(now, payload):
+                return self._result(now)
+        return None
 
     # -- rollout -----------------------------------------------------------------------------
 
@@ -190,23 +320,43 @@ class _Simulation:
         self.free_threads -= starting
         for number in range(first, first + starting):
             engine = self.engines[number % config.engines]
-            group, calls = self._new_group()
-            for c in calls:
-                self._ask(now, _Episode(group, engine, c))
+            group, calls, faults = self._new_group()
+            if not self.tracked:
+                for c in calls:
+                    self._ask(now, _Episode(group, engine, c))
+                continue
+            assert isinstance(group, _TrackedGroup)
+            self.rollout[group.version] += 1
+            task, scale = "", 1.0
+            if self.tasks is not None:
+                _, task = self.tasks.next()
+                scale = self.scale[task]
+            if self.fates is not None:
+                self.open_groups.add(group)
+            group.track(number, task, self.predicted.get(task))
+            for i, c in enumerate(calls):
+                episode = _TrackedEpisode(group, engine, c, scale, faults is not None and faults[i])
+                group.episodes.append(episode)
+                self._ask(now, episode)
 
-    def _new_group(self) -> tuple[_Group, list[int]]:
-        """A group at the trainer's version, and the gym calls each of its episodes makes."""
+    def _new_group(self) -> tuple[_Group, list[int], list[bool] | None]:
+        """A group at the trainer's version, the gym calls each of its episodes makes, and whether
+        each ends in an infrastructure error (None: none does)."""
         size = self.config.group_size
         calls = list(islice(self.turns, size))
         trained = list(calls)  # the turns of each trainable trajectory
+        faults = None
         if self.card.error_rate:
             for i, turns in enumerate(calls):
                 if (fault := self._fault(turns)) is not None:
                     calls[i] = fault  # an infrastructure error ends the episode there
+                    faults = faults or [False] * size
+                    faults[i] = True
                     trained.remove(turns)
         train_s = sum(self.trajectory_train_s[turns - 1] for turns in trained)
         errored = size - len(trained)
-        return _Group(self.version, size, size - errored, errored, train_s), calls
+        kind = _TrackedGroup if self.tracked else _Group
+        return kind(self.version, size, size - errored, errored, train_s), calls, faults
 
     def _fault(self, turns: int) -> int | None:
         """The call (1-based) at which an episode of `turns` turns ends in an error, if any."""
@@ -218,6 +368,14 @@ class _Simulation:
     def _complete(self, now: float, group: _Group) -> None:
         self.free_threads += 1
         self.books = self.books.completed(group.trainable, group.errored)
+        if self.tracked:
+            self.rollout[group.version] -= 1
+            if not self.rollout[group.version]:  # only the versions in rollout: a take adds them up
+                del self.rollout[group.version]
+            if self.fates is not None:
+                self.open_groups.discard(group)
+                if group.errored:
+                    self._fates(group, types.ERRORED, errored=True)
         if group.trainable:
             self.ready.append(group)
         elif self.rules.gym_is_broken(self.books):
@@ -232,20 +390,56 @@ class _Simulation:
     # -- trainer -----------------------------------------------------------------------------
 
     def _take(self, now: float) -> None:
-        """The trainer takes ready groups in order, drops stale ones, and trains on a full batch."""
+        """fifo: the trainer takes ready groups in order, drops stale ones, and trains on a full
+        batch. cost-aware: `_take_by_deadline`."""
+        if self.queue is not None:
+            self._take_by_deadline(now)
+            return
         config = self.config
         while len(self.batch) < config.batch_groups and self.ready:
             group = self.ready.popleft()
             if self.rules.is_stale(group.version, self.version):
-                self.books = self.books.dropped_stale(group.trainable)
+                self._drop(group)
             else:
                 self.batch.append(group)
         if len(self.batch) < config.batch_groups:
             return
         batch, self.batch = self.batch, []
+        self._train(now, batch)
+
+    def _take_by_deadline(self, now: float) -> None:
+        """cost-aware, as the real buffer's take_batch: drop the stale ready groups, then train the
+        batch `BufferRules.choose` picks from the ready ones (by version, and the versions of the
+        groups still in rollout), if it picks one."""
+        ready = self.ready
+        if any(self.rules.is_stale(g.version, self.version) for g in ready):
+            for group in ready:
+                if self.rules.is_stale(group.version, self.version):
+                    self._drop(group)
+            ready = self.ready = deque(g for g in ready if not self.rules.is_stale(g.version, self.version))
+        untrained = Counter(g.version for g in ready) + self.rollout
+        chosen = self.rules.choose([g.version for g in ready], untrained, self.version)
+        if chosen is None:
+            return
+        taken = set(chosen)
+        batch = [ready[i] for i in chosen]
+        self.ready = deque(g for i, g in enumerate(ready) if i not in taken)
+        self._train(now, batch)
+
+    def _drop(self, group: _Group) -> None:
+        self.books = self.books.dropped_stale(group.trainable)
+        if self.fates is not None:
+            self._fates(group, types.DROPPED_STALE, self.version)
+
+    def _train(self, now: float, batch: list[_Group]) -> None:
+        """A training step on `batch` starts at `now` (colocated: once the engine calls in progress end)."""
+        config = self.config
         self.depth_series.append((now, len(self.ready)))
         trajectories = sum(g.trainable for g in batch)
         self.books = self.books.trained((self.version - g.version, g.trainable) for g in batch)
+        if self.fates is not None:
+            for g in batch:
+                self._fates(g, types.TRAINED, self.version)
         actor_train = next(self.train_fixed) + sum(g.train_s for g in batch) / config.trainers
         update = next(self.update)
         start = now
@@ -270,7 +464,7 @@ class _Simulation:
         record.buffer_depth = len(self.ready)
         self.records.append(record)
         if self.window is None:  # the first step is warm-up: metrics start at its end
-            self.window = (now, self.gym.busy - self.gym.busy_after(now), self._engine_busy(now))
+            self.window = (now, self._gym_busy(now), self._engine_busy(now))
         self.previous_end = self.wait_start = now
         self.step += 1
         duration = self.config.duration_s
@@ -284,9 +478,23 @@ class _Simulation:
         self._start_groups(now)
         return False
 
+    def _fates(self, group: _TrackedGroup, fate: str, step: int | None = None, errored: bool | None = False) -> None:
+        """Record the fate of the group's trainable trajectories (errored=False), of its errored ones
+        (True), or of all of them (None). No rewards or outcomes are simulated: 0.0 and "" (or error)."""
+        self.fates.extend(  # type: ignore[union-attr]
+            Fate(group.number, i, group.task, group.version, e.turns, e.gym_s, 0.0, "error" if e.errored else "",
+                 fate, step, group.predicted)
+            for i, e in enumerate(group.episodes) if errored is None or e.errored == errored
+        )  # fmt: skip
+
     def _engine_busy(self, t: float) -> float:
         """Engine seconds up to `t`, summed over the engines."""
         return sum(e.busy - e.busy_after(t) for e in self.engines)
+
+    def _gym_busy(self, t: float) -> float:
+        """Gym service seconds up to `t`."""
+        gym = self.gym if self.queue is None else self.queue
+        return gym.busy - gym.busy_after(t)
 
     def _result(self, end: float) -> RunResult:
         """The run as trainer.metrics reads it. Per-call spans would be millions at cluster scale,
@@ -296,7 +504,7 @@ class _Simulation:
         assert self.window is not None
         start, gym_before, engines_before = self.window
         length = end - start
-        gym_busy = self.gym.busy - self.gym.busy_after(end) - gym_before
+        gym_busy = self._gym_busy(end) - gym_before
         engine_busy = (self._engine_busy(end) - engines_before) / self.config.engines
         timeline = Timeline()
         if engine_busy > 0:
@@ -310,8 +518,16 @@ class _Simulation:
         run_config = self.config.run_config(len(self.records))
         books = self.books.stopped_with(abandoned=(run_config.threads - self.free_threads) * self.config.group_size,
                                         buffered=sum(g.trainable for g in self.ready))  # fmt: skip
+        fates = []
+        if self.fates is not None:  # and the run stopped with these in flight: ready, or in rollout
+            for group in self.ready:
+                self._fates(group, types.IN_FLIGHT)
+            for group in sorted(self.open_groups, key=lambda g: g.number):
+                self._fates(group, types.IN_FLIGHT, errored=None)
+            fates = self.fates
         return RunResult(run_config, self.records, timeline, books.accounting, books.staleness_histogram(),
-                         self.depth_series, self.config.gym_workers, end, placement=self.config.placement)  # fmt: skip
+                         self.depth_series, self.config.gym_workers, end, placement=self.config.placement,
+                         fates=fates)  # fmt: skip
 
 
 def _choices(pmf: tuple[float, ...], rng: np.random.Generator) -> Iterator[int]:
