@@ -234,19 +234,20 @@ class _Simulation:
         self.window: tuple[float, float, float] | None = None  # start, gym and engine busy before it
 
     def run(self) -> RunResult:
+        """The event loop. A tracked run (tasks, or cost-aware) also scales each step's service by
+        its task, adds it to its episode's gym seconds, and under cost-aware queues it by priority
+        (a waiting step starts when one ends); a plain run skips all of that."""
         self._start_groups(0.0)
-        result = self._run_tracked() if self.tracked else self._run_plain()
-        if result is None:
-            raise ValueError("the simulated pipeline is stuck: fewer rollout threads than batch_groups never fill a batch")
-        return result
-
-    def _run_plain(self) -> RunResult | None:
-        """The event loop of a plain run: fifo, every step a draw of the card's distribution."""
         events, seq, serve, service, ask = self.events, self.seq, self.gym.serve, self.service, self._ask
+        tracked, queue = self.tracked, self.queue
         while events:
             now, _, kind, payload = heappop(events)
             if kind == STEPPED:
                 episode = payload
+                if tracked:
+                    episode.gym_s += episode.step_s
+                    if queue is not None and (started := queue.finish(now)) is not None:
+                        heappush(events, (started[0], next(seq), STEPPED, started[1]))
                 episode.calls -= 1
                 if episode.calls:
                     episode.turn += 1
@@ -259,47 +260,19 @@ class _Simulation:
             elif kind == CALL_ENDED:
                 engine = payload
                 for answered in engine.finish():  # each answer's gym step queues now
-                    heappush(events, (serve(now, next(service)), next(seq), STEPPED, answered))
-                if engine.waiting and now >= self.accelerator_free:
-                    heappush(events, (engine.start(now), next(seq), CALL_ENDED, engine))
-            elif self._trained(now, payload):
-                return self._result(now)
-        return None
-
-    def _run_tracked(self) -> RunResult | None:
-        """The plain loop, and: a step's service scaled by its task, each episode's gym seconds, and
-        under cost-aware the priority queue, which starts a waiting step when one ends."""
-        events, seq, serve, service, ask, queue = (self.events, self.seq, self.gym.serve, self.service, self._ask,
-                                                   self.queue)  # fmt: skip
-        while events:
-            now, _, kind, payload = heappop(events)
-            if kind == STEPPED:
-                episode = payload
-                episode.gym_s += episode.step_s
-                if queue is not None and (started := queue.finish(now)) is not None:
-                    heappush(events, (started[0], next(seq), STEPPED, started[1]))
-                episode.calls -= 1
-                if episode.calls:
-                    episode.turn += 1
-                    ask(now, episode)
-                else:
-                    group = episode.group
-                    group.open -= 1
-                    if not group.open:
-                        self._complete(now, group)
-            elif kind == CALL_ENDED:
-                engine = payload
-                for answered in engine.finish():  # each answer's gym step queues now
-                    s = answered.step_s = next(service) * answered.scale
+                    if not tracked:
+                        heappush(events, (serve(now, next(service)), next(seq), STEPPED, answered))
+                        continue
+                    step_s = answered.step_s = next(service) * answered.scale
                     if queue is None:
-                        heappush(events, (serve(now, s), next(seq), STEPPED, answered))
-                    elif (end := queue.arrive(now, answered.group.priority, s, answered)) is not None:
+                        heappush(events, (serve(now, step_s), next(seq), STEPPED, answered))
+                    elif (end := queue.arrive(now, answered.group.priority, step_s, answered)) is not None:
                         heappush(events, (end, next(seq), STEPPED, answered))
                 if engine.waiting and now >= self.accelerator_free:
                     heappush(events, (engine.start(now), next(seq), CALL_ENDED, engine))
             elif self._trained(now, payload):
                 return self._result(now)
-        return None
+        raise ValueError("the simulated pipeline is stuck: fewer rollout threads than batch_groups never fill a batch")
 
     # -- rollout -----------------------------------------------------------------------------
 
