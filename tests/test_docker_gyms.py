@@ -60,19 +60,36 @@ def use_docker(monkeypatch, image: str) -> None:
 def container_starts() -> Iterator[list[dict[str, str]]]:
     """The labels of the heavygym containers started while the block runs (the list is filled as it
     ends), from the daemon's event stream: they may be gone by then. Subscribed, not read back
-    afterwards: the daemon keeps only the last 256 events, and every `docker exec` makes three."""
+    afterwards: the daemon keeps only the last 256 events, and every `docker exec` makes three.
+    When the block has run, a volume of its own is created and the stream read up to its event:
+    the daemon sends a subscriber its events in order, so every start before it has arrived."""
     since = f"{time.time():.3f}"  # and those of the moment before the subscription was in place
-    watcher = subprocess.Popen([docker_sandbox.docker_binary(), "events", "--since", since, "--filter", "type=container",
-                                "--filter", "event=start", "--filter", f"label={docker_sandbox.LABEL}",
-                                "--format", "{{json .Actor.Attributes}}"], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    sentinel = f"heavygym-test-{os.getpid()}-{random.randrange(10**9):09d}"
+    watcher = subprocess.Popen([docker_sandbox.docker_binary(), "events", "--since", since,
+                                "--filter", "type=container", "--filter", "event=start",
+                                "--filter", "type=volume", "--filter", "event=create",
+                                "--format", "{{.Type}}\t{{.Action}}\t{{.Actor.ID}}\t{{json .Actor.Attributes}}"],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     found: list[dict[str, str]] = []
     try:
         yield found
     finally:
-        time.sleep(0.5)  # the last start's event on its way
-        watcher.terminate()
-        out, _ = watcher.communicate(timeout=10)
-        found.extend(json.loads(line) for line in out.splitlines() if line.strip())
+        docker_sandbox.docker("volume", "create", sentinel)
+        try:
+            assert watcher.stdout is not None
+            for line in watcher.stdout:  # until the sentinel's event (the test's timeout guards a stuck daemon)
+                kind, action, actor, attributes = line.rstrip("\n").split("\t", 3)
+                if kind == "volume" and actor == sentinel:
+                    break
+                labels = json.loads(attributes)
+                if kind == "container" and action == "start" and docker_sandbox.LABEL in labels:
+                    found.append(labels)
+            else:
+                raise AssertionError(f"docker events ended before the volume {sentinel} was created")
+        finally:
+            watcher.terminate()
+            watcher.wait(timeout=10)
+            docker_sandbox.docker("volume", "rm", sentinel, check=False)
 
 
 def of_pool(starts: list[dict[str, str]], pool_pid: int, image: str) -> list[dict[str, str]]:
