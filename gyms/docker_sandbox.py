@@ -109,8 +109,12 @@ contexts). Its cost, ~0.05 s of client start per exec, is within the measured 0.
 
 What it does not cover (beyond bwrap's list in gyms/sandbox.py)
 ----------------------------------------------------------------
-* `Sandbox.run(shared=...)` (a writable compiler cache shared by episodes, Verilator's ccache):
-  not mounted; such runs raise `SandboxError`. Icarus runs need none.
+* `Sandbox.run(shared=...)` (a directory a trusted run writes for later runs: the verilog gym's
+  warm-up fills Verilator's compiler cache): a running container cannot gain the mount, so such
+  a run starts a container of its own that mounts those directories writable (as well as the
+  pool's directory and the exposed paths), and removes it after the run: a second or more of
+  start-up, paid once per cache. The other runs see such a directory only where the gym
+  exposes it (read-only), as bwrap shows it on its read-only root.
 * A run's CPU seconds and peak memory are the whole container's during the run, a warm
   checker's beside it included, and are not measured where its cgroup is out of reach ("What a
   run used" above).
@@ -488,7 +492,9 @@ _names = itertools.count()
 class Container:
     """This process's container: started on first use, removed by `close()` (at exit too)."""
 
-    def __init__(self, image: str, expose: Sequence[str] = ()) -> None:
+    def __init__(self, image: str, expose: Sequence[str] = (), shared: Sequence[str] = ()) -> None:
+        """`expose`: host paths mounted read-only at their own path; `shared`: mounted writable
+        (a trusted run's compiler cache: `Sandbox.run(shared=...)` starts a container of its own)."""
         problem = daemon_problem()
         if problem is not None:
             raise SandboxError(problem)
@@ -497,7 +503,8 @@ class Container:
             raise SandboxError(f"the docker image {image!r} is missing: build it with `harness images build GYM`")
         self.memory_mb = int(os.environ.get("HEAVYGYM_DOCKER_MEMORY_MB") or labels.get(MEMORY_LABEL) or MEMORY_MB)
         self.image = image
-        self.expose = tuple(expose)
+        self.shared = tuple(shared)
+        self.expose = tuple(p for p in expose if p not in self.shared)  # one mount per path: writable wins
         self.owner_pid = os.getpid()
         self.root = pool_dir()
         self.id: str | None = None
@@ -525,6 +532,7 @@ class Container:
                 "--user", "65534:65534", "--init", "--ipc", "none",  # --init: docker-init reaps orphans
                 "-v", f"{root}:{root}:rw",
                 *(arg for p in self.expose for arg in ("-v", f"{p}:{p}:ro")),
+                *(arg for p in self.shared for arg in ("-v", f"{p}:{p}:rw")),
                 "--entrypoint", "sleep", self.image, "infinity",
             ]  # fmt: skip
             done = docker(*argv, check=False)

@@ -67,10 +67,13 @@ import warnings
 from collections.abc import Collection, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from gyms import hostfs
 from gyms.base import InfrastructureError
+
+if TYPE_CHECKING:
+    from gyms.docker_sandbox import Container as DockerContainer
 
 # Host uids handed to sandboxes when running as root: far above any real account.
 _UID_BASE = 1_000_000
@@ -371,7 +374,10 @@ class Sandbox:
         if not argv:
             raise ValueError("empty command")
         if self.container is not None:
-            return self._docker_popen(argv, workdir, limits, env, stdin, stderr, shared)
+            if shared:
+                raise SandboxError("the docker sandbox mounts shared directories for `run` only (a container of its "
+                                   "own for the run), not for a long-lived process")  # fmt: skip
+            return self._docker_popen(self.container, argv, workdir, limits, env, stdin, stderr)
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(workdir.path),
@@ -402,23 +408,19 @@ class Sandbox:
 
     def _docker_popen(
         self,
+        container: DockerContainer,
         argv: Sequence[str],
         workdir: Workdir,
         limits: Limits | None,
         env: Mapping[str, str] | None,
         stdin: int | None,
         stderr: int | IO[bytes],
-        shared: Sequence[Path],
     ) -> subprocess.Popen[bytes]:
-        """`docker exec` of the rlimited command into this process's container (see gyms/docker_sandbox.py)."""
-        assert self.container is not None
-        if shared:
-            raise SandboxError("the docker sandbox does not mount shared directories (a writable compiler cache); "
-                               "use --sandbox bwrap for this configuration")  # fmt: skip
+        """`docker exec` of the rlimited command into `container` (see gyms/docker_sandbox.py)."""
         inside_env = {"PATH": PATH_INSIDE, "HOME": str(workdir.path), "LANG": "C.UTF-8", "TMPDIR": str(workdir.path),
                       **(env or {})}  # fmt: skip
-        full = self.container.exec_argv(self.command(argv, workdir, limits), workdir.path, self._docker_user(workdir),
-                                        inside_env, interactive=stdin == subprocess.PIPE)  # fmt: skip
+        full = container.exec_argv(self.command(argv, workdir, limits), workdir.path, self._docker_user(workdir),
+                                   inside_env, interactive=stdin == subprocess.PIPE)  # fmt: skip
         client_env = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_") or k in ("PATH", "HOME")}
         try:
             return subprocess.Popen(full, cwd=workdir.path, env=client_env, stdin=stdin, stdout=subprocess.PIPE,
@@ -436,21 +438,43 @@ class Sandbox:
         stdin: bytes | None = None,
         shared: Sequence[Path] = (),
     ) -> SandboxRun:
-        """Run `argv` to completion (or to a limit) in `workdir`."""
+        """Run `argv` to completion (or to a limit) in `workdir`.
+
+        `shared` directories stay writable (see `command`). Under docker a running container cannot
+        gain them: the run gets a container of its own that mounts them, removed after the run."""
+        if self.container is None or not shared:
+            return self._run(self.container, argv, workdir, limits, env, stdin, shared)
+        from gyms import docker_sandbox
+
+        own = docker_sandbox.Container(self.container.image, self.expose, shared=[str(Path(d)) for d in shared])
+        try:
+            return self._run(own, argv, workdir, limits, env, stdin, ())
+        finally:
+            own.close()
+
+    def _run(
+        self,
+        container: DockerContainer | None,
+        argv: Sequence[str],
+        workdir: Workdir,
+        limits: Limits | None,
+        env: Mapping[str, str] | None,
+        stdin: bytes | None,
+        shared: Sequence[Path],
+    ) -> SandboxRun:
+        if not argv:
+            raise ValueError("empty command")
         lim = limits or self.limits
         meter = None
-        if self.container is not None:
-            self.container.ensure()  # a container's start (a second or more) is not the command's time
-            meter = self.container.meter()
+        if container is not None:
+            container.ensure()  # a container's start (a second or more) is not the command's time
+            meter = container.meter()
         start = time.monotonic()
-        proc = self.popen(
-            argv,
-            workdir,
-            limits=lim,
-            env=env,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            shared=shared,
-        )
+        pipe = subprocess.PIPE if stdin else subprocess.DEVNULL
+        if container is not None:
+            proc = self._docker_popen(container, argv, workdir, lim, env, pipe, subprocess.PIPE)
+        else:
+            proc = self.popen(argv, workdir, limits=lim, env=env, stdin=pipe, shared=shared)
         if stdin:
             try:
                 proc.stdin.write(stdin)  # type: ignore[union-attr]
@@ -464,8 +488,8 @@ class Sandbox:
             timed_out = True
             kill_group(proc)
             _, status, usage = os.wait4(proc.pid, 0)
-            if self.container is not None:  # the exec'd process outlives its client: kill it inside
-                self.container.kill_runs_of(self._docker_user(workdir))
+            if container is not None:  # the exec'd process outlives its client: kill it inside
+                container.kill_runs_of(self._docker_user(workdir))
         else:
             status, usage = reaped
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -475,7 +499,7 @@ class Sandbox:
         if workdir.uid is not None:
             kill_uid(workdir.uid)  # anything that escaped the process group
         cpu_s, rss_mb, cpu_measured = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, True
-        if self.container is not None and meter is not None:
+        if container is not None and meter is not None:
             # The host reaped only the docker client: the container's cgroup tells what the run used.
             # Where it cannot be read, the wall time stands in for the CPU time (so that a kernel
             # SIGKILL at the CPU limit still reads as "cpu-limit", `_limit_hit`) and the peak reads 0.
@@ -483,8 +507,8 @@ class Sandbox:
             cpu_measured = cpu_used is not None
             cpu_s, rss_mb = cpu_used if cpu_used is not None else wall, peak_mb or 0.0
             daemon_said = "Error response from daemon" in stderr.text()[-2000:]  # or the command printed it
-            if proc.returncode != 0 and not timed_out and daemon_said and not self.container.running():
-                self.container.discard()  # the container died under the command: the infrastructure's fault
+            if proc.returncode != 0 and not timed_out and daemon_said and not container.running():
+                container.discard()  # the container died under the command: the infrastructure's fault
                 raise SandboxError(f"the docker container died while running {argv[0]!r}: "
                                    f"{stderr.text().strip()[-300:]}")  # fmt: skip
         return SandboxRun(

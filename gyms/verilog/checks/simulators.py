@@ -13,11 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gyms import hostfs
+from gyms.resources import per_process
 from gyms.sandbox import Limits, Sandbox, SandboxRun, Workdir
 from gyms.verilog.checks.toolchain import Verilator, require_iverilog, require_verilator
 
 SIMULATORS = ("icarus", "verilator")
 TIMESCALE = "1ns/1ps"
+
+
+def build_sandbox(cache: Path | None) -> Sandbox:
+    """This process's sandbox for the gym's builds and simulations, one per compiler cache
+    (choosing the backend probes bwrap once). The cache is exposed: bwrap shows it on its
+    read-only root anyway; a docker container mounts it read-only at its host path, where the
+    builds' ccache reads it (the warm-up that fills it runs with it `shared`: writable)."""
+    return per_process(("verilog-sandbox", cache), lambda: Sandbox(expose=[cache] if cache is not None else ()))
 
 
 @dataclass

@@ -38,7 +38,7 @@ from gyms.verilog.benches import Bench, BenchOptions, make_bench
 from gyms.verilog.benches.base import DESIGN
 from gyms.verilog.benches.recorded import NoVerdict
 from gyms.verilog.checks.prebuild import ensure_warm
-from gyms.verilog.checks.simulators import Job, make_simulator
+from gyms.verilog.checks.simulators import Job, build_sandbox, make_simulator
 from gyms.verilog.checks.toolchain import ToolMissing, build_env, ccache_dir, iverilog_version, require_verilator
 from gyms.verilog.episode import build_limits
 
@@ -115,7 +115,6 @@ class _Runner:
 
     def __init__(self, simulator: str, compile_timeout_s: float, ccache: str | None) -> None:
         self.simulator = simulator
-        self.sandbox = Sandbox()
         # An answer's build limit (as in the episode): a reference that needs more could not be matched.
         self.build_limits = build_limits(compile_timeout_s)
         self.sim_limits = Limits(wall_s=VET_SIM_LIMIT_S, cpu_s=math.ceil(VET_SIM_LIMIT_S), memory_mb=2048)
@@ -129,8 +128,11 @@ class _Runner:
 
     def _vet(self, task: Task, bench: Bench) -> Vetting:
         make_simulator(self.simulator)  # raises ToolMissing before any work
-        with self.sandbox.workdir(prefix="heavygym-verilog-vetting-") as workdir:
-            job = Job(self.sandbox, workdir, ".", self._env(workdir.path / ".ccache-tmp", bench.flavour))
+        compiler_cache = ccache_dir(self.ccache) if self.simulator == "verilator" else None
+        sandbox = build_sandbox(compiler_cache)
+        with sandbox.workdir(prefix="heavygym-verilog-vetting-") as workdir:
+            scratch = workdir.path / ".ccache-tmp"
+            job = Job(sandbox, workdir, ".", self._env(sandbox, compiler_cache, scratch, bench.flavour))
             build = bench.prepare(job)
             job.write(DESIGN, task.reference or "")
             built = bench.build(job, build, self.build_limits)
@@ -147,15 +149,14 @@ class _Runner:
             return _bad(f"the reference fails its own testbench ({score.passed} of {score.total} checks):\n{shown}")
         return Vetting(True, "", round(ran.wall_s, 4))
 
-    def _env(self, scratch: Path, flavour: str) -> dict[str, str]:
+    def _env(self, sandbox: Sandbox, compiler_cache: Path | None, scratch: Path, flavour: str) -> dict[str, str]:
         """Verilator's build environment, as an episode's: the compiler cache read-only."""
         if self.simulator != "verilator":
             return {}
         verilator = require_verilator()
-        cache = ccache_dir(self.ccache)
-        if cache is not None:
-            ensure_warm(self.sandbox, cache, build_env(verilator, cache), flavour, verilator.version)
-        return build_env(verilator, cache, scratch=scratch)
+        if compiler_cache is not None:
+            ensure_warm(sandbox, compiler_cache, build_env(verilator, compiler_cache), flavour, verilator.version)
+        return build_env(verilator, compiler_cache, scratch=scratch)
 
     def _build_failed(self, built: SandboxRun) -> Vetting:
         if built.killed in ("timeout", "cpu-limit"):
