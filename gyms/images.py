@@ -275,7 +275,14 @@ def _overlay(recipe: Recipe, root: Path, say) -> None:  # type: ignore[no-untype
     module = recipe.stage_module()
     if module is not None:
         say(f"staging {recipe.stage}: {', '.join(f'{k} {v}' for k, v in module.inputs().items())}")
+        tmp = root / "tmp"
+        before = set(tmp.rglob("*")) if tmp.is_dir() else set()
         module.stage(root)
+        hidden = sorted(set(tmp.rglob("*")) - before) if tmp.is_dir() else []
+        if hidden:  # a host toolchain under /tmp (a checkout there, its .venv)
+            raise ImageError(f"{recipe.stage} staged /{hidden[0].relative_to(root)} under /tmp, which every container "
+                             "mounts as a tmpfs of its own, hiding it: install the toolchain (or the project and "
+                             "its .venv) outside /tmp")  # fmt: skip
 
 
 def _check_python(root: Path) -> None:

@@ -68,6 +68,17 @@ def test_a_stage_module_is_checked_and_its_failure_is_an_image_error(tmp_path, m
         _ = recipe(tmp_path, 'stage = "toystage"').tag
 
 
+def test_a_stage_under_tmp_is_refused_as_every_container_hides_it(tmp_path, monkeypatch):
+    stage = tmp_path / "tmpstage.py"
+    stage.write_text("def inputs():\n    return {}\n\n"
+                     "def stage(root):\n    (root / 'tmp/ci/p/.venv').mkdir(parents=True)\n")  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path))
+    root = tmp_path / "root"
+    (root / "tmp").mkdir(parents=True)  # as debootstrap leaves it
+    with pytest.raises(images.ImageError, match="staged /tmp/ci under /tmp, which every container mounts as a tmpfs"):
+        images._overlay(recipe(tmp_path, 'stage = "tmpstage"'), root, say=lambda line: None)
+
+
 def test_the_overlay_copies_the_distributions_where_the_images_python_reads_them(tmp_path):
     r = recipe(tmp_path, 'packages = ["python3"]\npython = ["mpmath"]')
     root = tmp_path / "root"
