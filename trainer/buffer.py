@@ -132,13 +132,15 @@ class ReadyBuffer:
         return batch
 
     def _drop_stale(self, version: int) -> None:
-        fresh = deque(g for g in self._ready if not self.rules.is_stale(g.version, version))
-        if len(fresh) == len(self._ready):
-            return
+        fresh: deque[Group] = deque()
+        stale: list[Group] = []
         for group in self._ready:
-            if self.rules.is_stale(group.version, version):
-                self._books = self._books.dropped_stale(len(group.trajectories))
-                self.fates += [Fate.of(t, DROPPED_STALE, version) for t in group.trajectories]
+            (stale if self.rules.is_stale(group.version, version) else fresh).append(group)
+        if not stale:
+            return
+        for group in stale:
+            self._books = self._books.dropped_stale(len(group.trajectories))
+            self.fates += [Fate.of(t, DROPPED_STALE, version) for t in group.trajectories]
         self._ready = fresh
         self._cond.notify_all()  # a dropped group frees a place for admission
 
