@@ -273,15 +273,16 @@ def write_run_card(run_dir: Path, gym: Gym) -> None:
         save(from_run(run, gym), run_dir / "card.json")
 
 
-def run_card(run_dir: Path) -> CostCard:
+def run_card(run_dir: Path, run: Run | None = None) -> CostCard:
     """A run's card.json, or one derived from its spans (runs from before card.json). A card.json
-    written before per-task figures gets them from the run's records where it has them."""
+    written before per-task figures gets them from the run's records where it has them. `run`:
+    the run, where the caller has loaded it already (loading reads every span)."""
     file = run_dir / "card.json"
     if not file.is_file():
-        return from_run(load_run(run_dir))
+        return from_run(run or load_run(run_dir))
     card = load(file)
     if not card.by_task and (run_dir / "trajectories.csv").is_file():
-        card = replace(card, by_task=_by_task(load_run(run_dir)))
+        card = replace(card, by_task=_by_task(run or load_run(run_dir)))
     if card.by_task and not card.turns_by_task:
         card = replace(card, turns_by_task=_turns_by_task(run_dir))
     return card

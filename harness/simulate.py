@@ -144,7 +144,7 @@ def resimulate(run: str, results_root: Path, repeats: int = 100, seed: int = 0) 
     recorded = load_run(path)
     summary = recorded.summary
     config = replace(config_of(summary), task_order=task_order(path))
-    card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
+    card, stages, modes = run_card(path, recorded), from_run(recorded), tuple(recorded.modes)
     predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]
     return Fidelity(recorded.run_id, summary.gym, repeats, config, modes, summary, predicted)
 
