@@ -227,7 +227,7 @@ def _measure(
                 callback = (lambda s, m=label: on_step(m, s)) if on_step else None
                 with gpu_usage.Sampler(gpu_usage.devices_of(policy.describe())) as sampler:  # NVML, on CUDA
                     result = run(w.gym, policy, pool, config, on_step=callback, task_costs=w.task_costs)
-                record.write_mode(run_dir.path / w.subdir / _repeat_dir(r), mode, result)
+                record.write_mode(run_dir.path / w.subdir / record.repeat_dir(r), mode, result)
                 repeat["modes"][mode] = replace(summarize(result), gpu=sampler.summary(gpu_usage.measured_window(result)))
                 fates.setdefault(mode, []).extend(result.fates)
                 if not policy.emulated:
@@ -243,8 +243,3 @@ def _measure(
                            "gym_exceptions": pool.stats.gym_exceptions, "restarts": pool.stats.restarts}  # fmt: skip
     intervals.over_block(w.block)
     w.block["bias"] = {mode: bias.audit(f) for mode, f in fates.items()}
-
-
-def _repeat_dir(r: int) -> str:
-    """Where repeat r's steps.csv and timeline.jsonl go: the first in the run directory itself."""
-    return "" if r == 0 else f"repeat-{r + 1}"

@@ -18,7 +18,8 @@ from rich.markup import escape
 from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer's own click (pyproject.toml)
 
 from harness import errors
-from harness.commands import benchmark, calibrate, gyms, images, leaderboard, metrics, plan, report, serve, simulate, tiny_model
+from harness.commands import (benchmark, calibrate, gyms, images, leaderboard, metrics, plan, report, serve, simulate,
+                              tasks, tiny_model)  # fmt: skip
 from harness.console import err
 from harness.errors import BenchmarkInterrupted
 from harness.options import WrappedHelp
@@ -32,7 +33,7 @@ app = typer.Typer(
 app.add_typer(gyms.gyms_app, name="gyms")
 app.add_typer(images.images_app, name="images")
 for command in (benchmark.benchmark, report.report, leaderboard.leaderboard, metrics.metrics, calibrate.calibrate,
-                simulate.simulate, serve.serve, plan.plan):  # fmt: skip
+                simulate.simulate, serve.serve, plan.plan, tasks.tasks):  # fmt: skip
     app.command()(command)
 app.command("tiny-model")(tiny_model.tiny_model)
 

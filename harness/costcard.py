@@ -26,6 +26,7 @@ from harness.outputs import lookup_roots, naming, without_paths, write_text
 from harness.rundir import Run, load_run, load_summary
 from harness.sim.distribution import Distribution
 from trainer.timeline import Span
+from trainer.types import DROPPED_STALE, TRAINED
 
 CARDS = Path("cards")  # under the results root: where `harness gyms profile` writes by default
 
@@ -56,15 +57,22 @@ class CostCard:
     # replay mix as service_s is; from a run, its steps of that task (`from_run`). A card written
     # before this field, or from a run recorded before trajectories.csv, has none ({}).
     by_task: dict[str, float] = field(default_factory=dict)
+    # By task id, the turns its episodes took, as `turns` (from a run's trajectories.csv: a task's
+    # answers, and so its turns, are its own). A task without them takes the card's `turns`; a profile
+    # runs answers, not episodes, and has none.
+    turns_by_task: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def mean_turns(self) -> float:
-        return sum((i + 1) * p for i, p in enumerate(self.turns))
+        return _mean_of(self.turns)
+
+    def task_turns(self, task: str) -> tuple[float, ...]:
+        return self.turns_by_task.get(task, self.turns)
 
     def task_costs(self) -> dict[str, float]:
-        """Each task's predicted gym seconds per trajectory: its mean step times the card's mean
-        turns (the prior of trainer/rules/cost.py); empty where the card has no per-task figures."""
-        return {task: step_s * self.mean_turns for task, step_s in self.by_task.items()}
+        """Each task's predicted gym seconds per trajectory: its mean step times its mean turns
+        (the prior of trainer/rules/cost.py); empty where the card has no per-task figures."""
+        return {task: step_s * _mean_of(self.task_turns(task)) for task, step_s in self.by_task.items()}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,13 +82,12 @@ class CostCard:
             "cpu_s_per_call": self.cpu_s_per_call, "peak_rss_mb": self.peak_rss_mb,
             "by_expect": {k: d.to_json() for k, d in self.by_expect.items()}, "warmup_max_s": self.warmup_max_s,
             "feedback_tokens": self.feedback_tokens, "by_task": self.by_task,
+            "turns_by_task": {task: list(pmf) for task, pmf in self.turns_by_task.items()},
         }  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CostCard:
-        turns = tuple(float(p) for p in data["turns"])
-        if not turns or abs(sum(turns) - 1) > 1e-6 or min(turns) < 0:
-            raise ValueError("turns must be probabilities that sum to 1")
+        turns = _pmf(data["turns"])
         return cls(
             gym=str(data["gym"]), source=str(data["source"]), tools=dict(data["tools"]),
             service_s=Distribution.from_json(data["service_s"]), turns=turns,
@@ -90,7 +97,20 @@ class CostCard:
             by_expect={k: Distribution.from_json(d) for k, d in data.get("by_expect", {}).items()},
             warmup_max_s=data.get("warmup_max_s"), feedback_tokens=float(data.get("feedback_tokens", 0.0)),
             by_task={str(k): float(v) for k, v in data.get("by_task", {}).items()},
+            turns_by_task={str(k): _pmf(v) for k, v in data.get("turns_by_task", {}).items()},
         )  # fmt: skip
+
+
+def _pmf(values: Any) -> tuple[float, ...]:
+    pmf = tuple(float(p) for p in values)
+    if not pmf or abs(sum(pmf) - 1) > 1e-6 or min(pmf) < 0:
+        raise ValueError("turns must be probabilities that sum to 1")
+    return pmf
+
+
+def _mean_of(pmf: tuple[float, ...]) -> float:
+    """The mean turns of a turns pmf (pmf[i]: the chance of i + 1 turns)."""
+    return sum((i + 1) * p for i, p in enumerate(pmf))
 
 
 def save(card: CostCard, path: Path) -> None:
@@ -139,7 +159,8 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
     mean is measured (gym steps per trajectory that ran); the shape is the turn_pmf with the
     gym's max_turns. Feedback tokens: the mean of those the spans of steps whose episode went
     on carry (0 where none do: a single-turn run, or one recorded before the spans had them).
-    Per task (`by_task`): the mean of the same spans by the task of their group (`_by_task`)."""
+    Per task: the mean of the same spans by the task of their group (`by_task`), and the turns its
+    trajectories took (`turns_by_task`, from trajectories.csv)."""
     warmup, rest = _warmup_calls(run)
     spans = warmup + rest
     if not rest:
@@ -156,7 +177,7 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
         workers=int(run.summary.gym_workers or 1), calls=len(spans),
         warmup_max_s=max((s.duration for s in warmup), default=None),
         feedback_tokens=_mean([s.feedback_tokens for s in spans if s.feedback_tokens is not None]),
-        by_task=_by_task(run),
+        by_task=_by_task(run), turns_by_task=_turns_by_task(run.path),
     )  # fmt: skip
 
 
@@ -187,19 +208,53 @@ def _by_task(run: Run) -> dict[str, float]:
     the gym_step spans outside the warm-up step (as service_s), each matched to its task through
     trajectories.csv (a row per trajectory: its mode, group and task). {} for a run recorded
     before trajectories.csv, or before the spans named their group."""
-    file = run.path / "trajectories.csv"
-    if not file.is_file():
-        return {}
-    try:
-        with file.open(newline="") as f:
-            task_of = {(row["mode"], int(row["group"])): row["task_id"] for row in csv.DictReader(f)}
-    except (OSError, csv.Error, KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from None
+    task_of = {(row["mode"], int(row["group"])): row["task_id"] for row in _trajectory_rows(run.path)}
     seconds: dict[str, list[float]] = {}
     for mode, span, warming in _gym_steps(run):
         if not warming and (task := task_of.get((mode, span.group))) is not None:
             seconds.setdefault(task, []).append(span.duration)
     return {task: sum(s) / len(s) for task, s in sorted(seconds.items())}
+
+
+def _turns_by_task(run_dir: Path) -> dict[str, tuple[float, ...]]:
+    """Each task's turns pmf over the trajectories of the run's first repeat that ended and were
+    judged (trained or dropped stale; not in flight at the end, nor ended by an infrastructure error)."""
+    counts: dict[str, list[int]] = {}
+    for row in _trajectory_rows(run_dir):
+        if row["fate"] in (TRAINED, DROPPED_STALE) and int(row["turns"]) > 0:
+            turns = counts.setdefault(row["task_id"], [])
+            turns += [0] * (int(row["turns"]) - len(turns))
+            turns[int(row["turns"]) - 1] += 1
+    return {task: tuple(n / sum(turns) for n in turns) for task, turns in sorted(counts.items())}
+
+
+def task_order(run_dir: Path) -> tuple[str, ...]:
+    """The order the run's task sampler drew its tasks in, each task once: the tasks of its groups
+    in the order they started (group numbers count draws), in the mode of its first repeat that drew
+    the most (every mode draws the same sequence; cost-aware reorders each block by what the mode has
+    learned). () for a run recorded before trajectories.csv."""
+    groups: dict[str, dict[int, str]] = {}
+    for row in _trajectory_rows(run_dir):
+        groups.setdefault(row["mode"], {})[int(row["group"])] = row["task_id"]
+    longest = max(groups.values(), key=len, default={})  # ties: the first recorded
+    drawn = sorted(longest.items())
+    return tuple(dict.fromkeys(task for _, task in drawn))
+
+
+def _trajectory_rows(run_dir: Path) -> list[dict[str, str]]:
+    """The rows of the run's first repeat's trajectories.csv (a row per trajectory: its mode,
+    group, task, turns and fate); [] for a run recorded before it."""
+    file = run_dir / "trajectories.csv"
+    if not file.is_file():
+        return []
+    try:
+        with file.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            int(row["group"]), int(row["turns"]), row["task_id"], row["mode"], row["fate"]
+    except (OSError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from None
+    return rows
 
 
 def _gym_of(run: Run) -> Gym | None:
@@ -218,15 +273,18 @@ def write_run_card(run_dir: Path, gym: Gym) -> None:
         save(from_run(run, gym), run_dir / "card.json")
 
 
-def run_card(run_dir: Path) -> CostCard:
+def run_card(run_dir: Path, run: Run | None = None) -> CostCard:
     """A run's card.json, or one derived from its spans (runs from before card.json). A card.json
-    written before per-task figures gets them from the run's records where it has them."""
+    written before per-task figures gets them from the run's records where it has them. `run`:
+    the run, where the caller has loaded it already (loading reads every span)."""
     file = run_dir / "card.json"
     if not file.is_file():
-        return from_run(load_run(run_dir))
+        return from_run(run or load_run(run_dir))
     card = load(file)
     if not card.by_task and (run_dir / "trajectories.csv").is_file():
-        card = replace(card, by_task=_by_task(load_run(run_dir)))
+        card = replace(card, by_task=_by_task(run or load_run(run_dir)))
+    if card.by_task and not card.turns_by_task:
+        card = replace(card, turns_by_task=_turns_by_task(run_dir))
     return card
 
 

@@ -106,6 +106,12 @@ def package_versions(names: tuple[str, ...] = ("heavygym", "torch", "transformer
     return found
 
 
+def repeat_dir(r: int) -> str:
+    """Where repeat r (from 0) of a run keeps its steps.csv, trajectories.csv and timeline.jsonl,
+    below the run directory: the first in the run directory itself."""
+    return "" if r == 0 else f"repeat-{r + 1}"
+
+
 def write_mode(run_dir: Path, mode: str, result: RunResult) -> None:
     """One finished mode's steps.csv, buffer.csv, trajectories.csv and timeline.jsonl rows (run_dir: the run's
     directory, or a repeat's or the control's directory below it)."""

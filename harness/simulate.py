@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
-from harness.costcard import CostCard, find_card, load, run_card
+from harness.costcard import CostCard, find_card, load, run_card, task_order
 from harness.rundir import find_run, load_run
 from harness.sim.pipeline import SimConfig, simulate
 from harness.sim.stages import Stages, from_profile, from_run
@@ -87,17 +87,23 @@ class Fidelity:
     def rank(self, mode: str, key: str) -> float:
         """Percentile of the measured figure among the simulated ones (ties count half): a run
         of a few steps is one noisy draw, and this says how unusual a draw it is."""
-        measured = self.measured["modes"][mode][key]
-        values = [p["modes"][mode][key] for p in self.predicted]
-        return 100 * (sum(v < measured for v in values) + 0.5 * sum(v == measured for v in values)) / len(values)
+        return _percentile(self.measured["modes"][mode][key], [p["modes"][mode][key] for p in self.predicted])
+
+    def acceptance_rank(self, mode: str) -> float | None:
+        """The measured slow/fast acceptance's percentile among the simulated ones (as `rank`)."""
+        measured = self.acceptance(mode)[1]
+        values = self._acceptances(mode)
+        return None if measured is None or not values else _percentile(measured, values)
+
+    def _acceptances(self, mode: str) -> list[float]:
+        biases = [p["modes"][mode]["bias"] for p in self.predicted]
+        return [b["slow_fast_acceptance"] for b in biases if b is not None and b["slow_fast_acceptance"] is not None]
 
     def acceptance(self, mode: str) -> tuple[tuple[float, float] | None, float | None]:
         """Slow/fast acceptance (trainer/bias.py): predicted (mean, sd over the simulations that have
         one: the card has per-task figures, and both quartiles decided something) and measured
         (the run's `bias` block, pooled over its repeats); None where there is none."""
-        values = [p["modes"][mode]["bias"]["slow_fast_acceptance"] for p in self.predicted
-                  if p["modes"][mode]["bias"] is not None]  # fmt: skip
-        values = [v for v in values if v is not None]
+        values = self._acceptances(mode)
         predicted = (statistics.fmean(values), statistics.pstdev(values)) if values else None
         measured = (self.measured.bias.get(mode) or {}).get("slow_fast_acceptance")
         return predicted, measured
@@ -137,8 +143,8 @@ def resimulate(run: str, results_root: Path, repeats: int = 100, seed: int = 0) 
     path = find_run(run, results_root)
     recorded = load_run(path)
     summary = recorded.summary
-    config = config_of(summary)
-    card, stages, modes = run_card(path), from_run(recorded), tuple(recorded.modes)
+    config = replace(config_of(summary), task_order=task_order(path))
+    card, stages, modes = run_card(path, recorded), from_run(recorded), tuple(recorded.modes)
     predicted = [simulate_modes(card, stages, replace(config, seed=seed + i), modes) for i in range(repeats)]
     return Fidelity(recorded.run_id, summary.gym, repeats, config, modes, summary, predicted)
 
@@ -199,7 +205,7 @@ def fidelity_line(fid: Fidelity) -> str:
         predicted, measured = fid.acceptance("async")
         if predicted is not None and measured is not None:
             parts.append(f"async slow/fast acceptance {predicted[0]:.2f} vs {measured:.2f} "
-                         f"({predicted[0] - measured:+.2f})")  # fmt: skip
+                         f"({predicted[0] - measured:+.2f}, measured at p{fid.acceptance_rank('async'):.0f})")
     return "; ".join(parts)
 
 
@@ -230,12 +236,19 @@ def fidelity_row(fid: Fidelity) -> str:
         speed = f"{speedup[0]:.2f}x / {measured:.2f}x ({speedup[0] / measured - 1:+.0%})"
     rank = f"p{fid.rank('async', 'trainer_idle_ratio'):.0f}" if "async" in fid.modes else "-"
     predicted, measured = fid.acceptance("async") if "async" in fid.modes else (None, None)
-    acceptance = "-" if predicted is None or measured is None else f"{predicted[0]:.2f} / {measured:.2f}"
+    acceptance = ("-" if predicted is None or measured is None
+                  else f"{predicted[0]:.2f} / {measured:.2f} (p{fid.acceptance_rank('async'):.0f})")  # fmt: skip
     run = f"{fid.run_id} (seed {fid.measured['spec']['seed']}, {fid.config.steps} steps)"
     cells = [run, pair("sync", "trainer_idle_ratio", ".1%"), pair("async", "trainer_idle_ratio", ".1%"),
              pair("sync", "step_time_mean", ".2f"), pair("async", "step_time_mean", ".2f"), speed, rank,
              acceptance]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
+
+
+def _percentile(measured: float, simulated: list[float]) -> float:
+    """Where `measured` falls among `simulated`, in percent (ties count half)."""
+    below = sum(v < measured for v in simulated) + 0.5 * sum(v == measured for v in simulated)
+    return 100 * below / len(simulated)
 
 
 def summary_table(summary: Simulated) -> Table:

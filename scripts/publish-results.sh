@@ -11,6 +11,7 @@
 #   scripts/publish-results.sh verilog-heavy-cost-aware   # heavy verilog with --schedule cost-aware
 #   scripts/publish-results.sh verilog-light-cost-aware   # light verilog with --schedule cost-aware
 #   scripts/publish-results.sh learning        # learning beside speed: the tiny policy on the math gym
+#   scripts/publish-results.sh learning-mix    # what each schedule lets the tiny policy learn from (two runs)
 #
 # Each run is `harness benchmark` with three ABBA repeats (REPEATS, at least 3) and the instant-gym control: the light
 # (core) suites on the benchmark's defaults (10 steps of 4 x 4, colocated h100-qwen3-4b stages,
@@ -60,4 +61,15 @@ wanted plan-check plan-check && run --gym modelica --steps 10 --batch 2 -o suite
 wanted learning learning && "$harness" benchmark --results results --repeats "$repeats" --gym math \
     -o source=addition -o max_turns=1 --policy tiny:lr=1e-3,max_new_tokens=12 --warmup 200 \
     --steps 60 --batch 8 --group 8
+# What a schedule lets a policy learn from (docs/benchmarks.md, the scheduler and learning): the same
+# learning run on a mix whose check cost differs by task, async only, under each schedule. The sums
+# 2 + b (three of nine) sleep 0.5 s more per check in their gym worker (emulated, the option says
+# so; the checks and rewards are real). `harness tasks FIFO_RUN COST_AWARE_RUN --slow add/2+`
+# compares them; async-only runs have no speedup, so no leaderboard row.
+mix=(--gym math -o source=addition -o max_turns=1 -o emulated_check_s=add/2+:0.5
+     --policy tiny:lr=1e-3,max_new_tokens=12 --warmup 200 --steps 60 --batch 8 --group 8 --mode async)
+for schedule in fifo cost-aware; do
+    wanted learning-mix "learning-mix-$schedule" && "$harness" benchmark --results results --repeats "$repeats" \
+        "${mix[@]}" --schedule "$schedule"
+done
 "$harness" leaderboard --results results --readme README.md

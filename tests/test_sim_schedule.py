@@ -17,7 +17,7 @@ from conftest import ROOT
 from in_process import harness_here
 
 from harness.benchmark import BenchmarkSpec, run_benchmark
-from harness.costcard import CostCard, from_run, run_card, save, turn_pmf
+from harness.costcard import CostCard, from_run, load, run_card, save, task_order, turn_pmf
 from harness.plan import Cluster, plan, render
 from harness.rundir import load_run
 from harness.sim.distribution import Distribution
@@ -38,9 +38,10 @@ VERILOG_RUN = "20261130T125643Z-verilog"
 TWO_CLASSES = {**{f"fast-{i}": 1.0 for i in range(6)}, **{f"slow-{i}": 5.0 for i in range(2)}}
 
 
-def card(service: Distribution, by_task: dict[str, float] | None = None, turns=(0.5, 0.3, 0.2), error_rate=0.0):
+def card(service: Distribution, by_task: dict[str, float] | None = None, turns=(0.5, 0.3, 0.2), error_rate=0.0,
+         turns_by_task=None):  # fmt: skip
     return CostCard("toy", "test", {}, service, tuple(turns), error_rate, 0.0, workers=1, calls=0,
-                    by_task=dict(by_task or {}))  # fmt: skip
+                    by_task=dict(by_task or {}), turns_by_task=dict(turns_by_task or {}))  # fmt: skip
 
 
 def stages(response_s: float, train_s: float, update_s: float) -> Stages:
@@ -111,6 +112,34 @@ def test_a_fate_carries_its_tasks_gym_time_and_turns():
     assert all(f.gym_s == pytest.approx(f.turns * (0.25 if f.task_id == "a" else 0.75)) for f in in_flight)
     # the trained step is the trainer's version at the take
     assert all(0 <= f.step - f.version <= 1 for f in decided if f.fate == TRAINED)
+
+
+def test_a_task_with_turns_of_its_own_takes_them_and_its_prediction_counts_them():
+    """Task a's episodes end after one turn, b's after three; c has none of its own: the card's."""
+    own = {"a": (1.0,), "b": (0.0, 0.0, 1.0)}
+    toy = card(Distribution.constant(0.5), {"a": 1.0, "b": 1.0, "c": 1.0}, turns=(0.5, 0.5), turns_by_task=own)
+    result = simulate(toy, ACCEL, SimConfig(**GYM_BOUND))
+    decided = [f for f in result.fates if f.fate in (TRAINED, DROPPED_STALE)]
+    turns = {task: {f.turns for f in decided if f.task_id == task} for task in "abc"}
+    assert turns == {"a": {1}, "b": {3}, "c": {1, 2}}
+    assert toy.task_costs() == pytest.approx({"a": 1.0, "b": 3.0, "c": 1.5})  # mean step x its own mean turns
+    assert CostCard.from_json(json.loads(json.dumps(toy.to_json()))) == toy
+
+
+def test_a_recorded_task_order_is_replayed_whatever_the_seed():
+    tasks = {f"t{i}": float(i + 1) for i in range(8)}
+    order = ("t5", "t2", "t7", "t0", "t1", "t6", "t3", "t4")
+
+    def by_group(seed):
+        config = SimConfig(**{**GYM_BOUND, "seed": seed, "task_order": order[:6]})  # t3, t4 follow, sorted
+        return [task for _, task in sorted({(f.group, f.task_id) for f in simulate(card(
+            Distribution.uniform(0.5, 1.5), tasks), ACCEL, config).fates})]  # fmt: skip
+
+    for seed in (0, 1):
+        drawn = by_group(seed)
+        assert len(drawn) > 8 and drawn == [order[i % 8] for i in range(len(drawn))]
+    sampler = TaskSampler(list(order), None)  # seed None: the tasks' own order
+    assert [sampler.next()[1] for _ in range(10)] == [*order, *order[:2]]
 
 
 def test_tasks_come_in_the_samplers_seeded_order_and_cost_aware_starts_each_block_slowest_first():
@@ -248,12 +277,34 @@ def test_a_run_card_has_each_tasks_step_time_from_its_own_steps(cost_aware_run):
     assert from_run(run).by_task == card_.by_task  # derived again, the same
 
 
+def test_a_run_card_has_each_tasks_turns_and_a_resimulation_its_task_order(cost_aware_run):
+    root, run_dir = cost_aware_run
+    with (run_dir / "trajectories.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    turns: dict[str, Counter[int]] = {}
+    for r in rows:
+        if r["fate"] in (TRAINED, DROPPED_STALE):
+            turns.setdefault(r["task_id"], Counter())[int(r["turns"])] += 1
+    card_ = load(run_dir / "card.json")
+    assert card_.turns_by_task and set(card_.turns_by_task) == set(turns)
+    for task, counts in turns.items():
+        pmf = card_.turns_by_task[task]
+        assert len(pmf) == max(counts)
+        assert pmf == pytest.approx([counts[t] / sum(counts.values()) for t in range(1, len(pmf) + 1)])
+    # the order the run drew its tasks in: its groups' tasks by group number, each once
+    drawn = {mode: sorted({(int(r["group"]), r["task_id"]) for r in rows if r["mode"] == mode}) for mode in ("sync", "async")}
+    longest = max(drawn.values(), key=len)  # the mode that drew the most
+    assert task_order(run_dir) == tuple(dict.fromkeys(task for _, task in longest))
+    assert resimulate(run_dir.name, root, repeats=1).config.task_order == task_order(run_dir)
+
+
 def test_a_card_json_from_before_per_task_figures_gets_them_from_the_runs_records(cost_aware_run, tmp_path):
     _, run_dir = cost_aware_run
     old = tmp_path / run_dir.name
     shutil.copytree(run_dir, old)
-    save(replace(run_card(run_dir), by_task={}), old / "card.json")
+    save(replace(run_card(run_dir), by_task={}, turns_by_task={}), old / "card.json")
     assert run_card(old).by_task == run_card(run_dir).by_task
+    assert run_card(old).turns_by_task == run_card(run_dir).turns_by_task
     (old / "trajectories.csv").unlink()  # a run recorded before trajectories.csv: none to find
     assert run_card(old).by_task == {}
 
@@ -268,7 +319,8 @@ def test_resimulating_a_cost_aware_run_predicts_its_bias(cost_aware_run, monkeyp
     # cost-aware at max_staleness 1 without over-sampling drops nothing: 1.0 measured, and simulated
     assert measured == 1.0 and predicted == (1.0, 0.0)
     assert "async slow/fast acceptance 1.00 vs 1.00" in fidelity_line(fid)
-    assert fidelity_row(fid).split("|")[-2].strip() == "1.00 / 1.00"
+    assert fidelity_row(fid).split("|")[-2].strip() == "1.00 / 1.00 (p50)"  # measured at the simulated median
+    assert fid.acceptance_rank("async") == 50.0
     assert fidelity_row(fid).count("|") == MARKDOWN_HEADER.splitlines()[0].count("|")
     code, out, err = harness_here(monkeypatch, capsys, "simulate", "--run", run_dir.name, "--repeats", "2",
                                   "--results", str(root), "--json")  # fmt: skip

@@ -132,10 +132,7 @@ class ReadyBuffer:
         return batch
 
     def _drop_stale(self, version: int) -> None:
-        fresh: deque[Group] = deque()
-        stale: list[Group] = []
-        for group in self._ready:
-            (stale if self.rules.is_stale(group.version, version) else fresh).append(group)
+        fresh, stale = self.rules.split_stale(self._ready, version)
         if not stale:
             return
         for group in stale:

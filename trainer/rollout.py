@@ -51,17 +51,18 @@ CONTEXT_FULL = "the conversation would outgrow the model's context: the episode 
 
 class TaskSampler:
     """Tasks in a seeded shuffled order, cycling; the same sequence for sync and async runs.
-    With a `reorder`, the order is drawn in blocks of `block` tasks, each block in the order
+    Seed None keeps the tasks' own order (a re-simulation replays a run's recorded order). With a `reorder`, the order is drawn in blocks of `block` tasks, each block in the order
     `reorder` gives it when its first task is drawn (cost-aware's slow-first starts)."""
 
     def __init__(
-        self, tasks: Sequence[Task], seed: int, block: int = 1,
+        self, tasks: Sequence[Task], seed: int | None, block: int = 1,
         reorder: Callable[[list[Task]], list[Task]] | None = None,
     ) -> None:  # fmt: skip
         if not tasks:
             raise ValueError("the gym has no tasks to train on")
         order = list(tasks)
-        random.Random(seed).shuffle(order)
+        if seed is not None:
+            random.Random(seed).shuffle(order)
         self._order = order
         self._cycle = itertools.cycle(order)
         self._block = block if reorder is not None else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 import time
+from dataclasses import replace
 from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -55,9 +56,21 @@ def checker() -> WarmProcess:
 
 
 class MathEpisode(Episode):
-    """Holds only its task and turn count, so it pickles; the checker lives in the process."""
+    """Holds only its task, turn count and emulated seconds, so it pickles; the checker lives in
+    the process."""
+
+    def __init__(self, task: Task, max_turns: int = 1, emulated_s: float = 0.0) -> None:
+        super().__init__(task, max_turns)
+        self.emulated_s = emulated_s  # slept after each check (the gym's emulated_check_s)
 
     def evaluate(self, action: str) -> Verdict:
+        verdict = self._check(action)
+        if self.emulated_s:  # in the gym worker, as a heavier check would hold it
+            time.sleep(self.emulated_s)
+            verdict = replace(verdict, info={**verdict.info, "emulated_s": self.emulated_s})
+        return verdict
+
+    def _check(self, action: str) -> Verdict:
         retry = RETRY if self.turn < self.max_turns else ""
         found = extract_answers(action)
         if found is None:
@@ -94,6 +107,17 @@ class MathEpisode(Episode):
         return Verdict(0.0, Outcome.FAIL, (NOT_CHECKED if info["timed_out"] else wrong) + retry, info)
 
 
+def _emulated_checks(text: str) -> tuple[tuple[str, float], ...]:
+    """`emulated_check_s`'s PREFIX:SECONDS pairs, in order."""
+    pairs = []
+    for item in str(text).split(","):
+        prefix, colon, seconds = item.strip().rpartition(":")
+        if not colon or not prefix:
+            raise _OPTIONS.error("emulated_check_s", text, ": use PREFIX:SECONDS[,PREFIX:SECONDS...], e.g. add/2+:1.5")
+        pairs.append((prefix, _OPTIONS.seconds("emulated_check_s", seconds)))
+    return tuple(pairs)
+
+
 def _refusal(answers: tuple[str, ...], gold: str) -> str | None:
     """Why the answers are refused before any check (too many, too long, not a value's shape)."""
     if len(answers) > MAX_FINAL_ANSWERS:
@@ -118,7 +142,13 @@ class MathGym(Gym):
     """Options (strings from the command line are accepted): `source` ("reasoning-gym",
     "addition" for small sums, or the path of a parquet file or Hugging Face dataset of math
     problems), `test_source` (a second such path: the whole test split), `size` (generated
-    tasks per split, reasoning-gym only), `seed`, `max_turns`."""
+    tasks per split, reasoning-gym only), `seed`, `max_turns`, and `emulated_check_s`.
+
+    `emulated_check_s` (PREFIX:SECONDS[,PREFIX:SECONDS...]) makes each check of a task whose id
+    starts with PREFIX (the first that matches) also sleep SECONDS in its gym worker: a task mix
+    whose check cost differs by task, with real checks and real rewards, for studying what a
+    schedule does to the tasks a policy learns from (docs/benchmarks.md). The cost is emulated,
+    and the run records the option beside its figures."""
 
     name = "math"
     version = "0.1.0"
@@ -131,6 +161,7 @@ class MathGym(Gym):
         seed: int | str = 0,
         max_turns: int | str = 2,
         test_source: str | None = None,
+        emulated_check_s: str | None = None,
     ) -> None:
         self.source = str(source)
         self.test_source = str(test_source) if test_source else None
@@ -142,6 +173,9 @@ class MathGym(Gym):
         self.size = _OPTIONS.whole("size", size, 0)
         self.seed = _OPTIONS.whole("seed", seed, 0)
         self.max_turns = _OPTIONS.whole("max_turns", max_turns, 1)
+        self.emulated = _emulated_checks(emulated_check_s) if emulated_check_s is not None else ()
+        # the backstop of a step grows with its sleep, which is no hang
+        self.step_timeout_s = MathGym.step_timeout_s + max((s for _, s in self.emulated), default=0.0)
         self._tasks: dict[str, list[Task]] = {}
 
     def tasks(self, split: str = "train") -> list[Task]:
@@ -155,12 +189,23 @@ class MathGym(Gym):
                 from gyms.math.dapo import dapo_splits  # pyarrow, datasets: only for a dataset source
 
                 self._tasks.update(dapo_splits(self.source, self.test_source))
+            if split == "train":
+                self._check_emulated(self._tasks[split])
         return self._tasks[split]
+
+    def _check_emulated(self, tasks: list[Task]) -> None:
+        """A prefix of emulated_check_s that matches no training task is a typo that would emulate nothing."""
+        for prefix, _ in self.emulated:
+            if not any(t.id.startswith(prefix) for t in tasks):
+                example = f", such as {tasks[0].id!r}" if tasks else ""
+                raise _OPTIONS.error("emulated_check_s", prefix,
+                                     f"matches none of the {len(tasks)} training tasks' ids{example}")
 
     def open(self, task: Task) -> MathEpisode:
         if "gold" not in task.metadata:
             raise ValueError(f"task {task.id!r} has no metadata['gold']; make math tasks with MathGym.tasks()")
-        return MathEpisode(task, self.max_turns)
+        emulated = next((s for prefix, s in self.emulated if task.id.startswith(prefix)), 0.0)
+        return MathEpisode(task, self.max_turns, emulated)
 
     def candidates(self, task: Task, rng: random.Random) -> list[Candidate]:
         gold, style = task.metadata["gold"], task.metadata.get("style", "boxed")

@@ -20,12 +20,14 @@
   ready and in rollout, as the real buffer does.
 * Tasks, where the card has per-task figures (`CostCard.by_task`, each task's mean step
   seconds): each group draws a task from the card's tasks in a seeded shuffled cycle, as
-  trainer/rollout.py's TaskSampler does (the sampler itself), and a gym step of task t takes a
-  service time drawn from the card's one distribution, scaled by by_task[t] / (the mean of
-  by_task over the tasks). The model's assumption: a task scales the gym-wide distribution and
-  changes nothing else (its shape, the turns an episode takes, the error rate are the card's,
-  whatever the task), and every step of a task is that much slower, so a slow task is slow in
-  every episode of its group. Tasks come equally often, so the gym-wide mean step is kept.
+  trainer/rollout.py's TaskSampler does (the sampler itself; a re-simulation replays the run's
+  recorded order instead, `SimConfig.task_order`), and a gym step of task t takes a service time
+  drawn from the card's one distribution, scaled by by_task[t] / (the mean of by_task over the
+  tasks). Its episodes take the task's own turns where the card has them (`turns_by_task`, from a
+  run: a task's answers, and so its turns, are its own), else the card's. The model's
+  assumption: a task scales the gym-wide distribution (its shape and the error rate are the
+  card's, whatever the task), and every step of a task is that much slower, so a slow task is
+  slow in every episode of its group. Tasks come equally often, so the gym-wide mean step is kept.
   This is what makes the slow-sample bias: a slow task's group completes late, and under fifo
   at bounded staleness it is the one overtaken and dropped. A simulated run then has a fate
   for each trajectory (`RunResult.fates`: task, version, turns, gym seconds, trained at a
@@ -96,6 +98,11 @@ class SimConfig:
     # holds them all (generation and training never overlap); disaggregated: each its own
     placement: str = DEFAULT_PLACEMENT
     schedule: str = DEFAULT_SCHEDULE  # fifo or cost-aware (trainer/rules/schedule.py), checked as RunConfig's
+    # The order the sampler cycles the card's tasks in, as a run recorded it (harness simulate --run):
+    # a real run's order is its seed's, the same in every repeat, so its re-simulations keep it and
+    # vary the other draws. Empty: the card's tasks shuffled by the seed. The card's tasks it leaves
+    # out follow it, sorted.
+    task_order: tuple[str, ...] = ()
     # Each trajectory's fate, where the card has tasks; off, a run costs less (harness plan's search
     # reads the idle ratio alone) and its result has no fates, so no bias audit
     record_fates: bool = True
@@ -193,8 +200,10 @@ class _Simulation:
         self.train_fixed = stages.train_fixed_s.stream(rngs[2])
         self.update = stages.update_weights_s.stream(rngs[3])
         self.turns = _choices(card.turns, rngs[4])
+        # where the card has a task's own turns, its groups draw from these (as many streams, one generator)
+        self.task_turns = {t: _choices(pmf, rngs[4]) for t, pmf in card.turns_by_task.items()}
         # By turn (index turn - 1): a request's prefill, and training a trajectory of that many turns
-        turns = range(1, len(card.turns) + 1)
+        turns = range(1, max(map(len, [card.turns, *card.turns_by_task.values()])) + 1)
         self.prefill_s = [stages.prefill_s(t, card.feedback_tokens) for t in turns]
         self.trajectory_train_s = [stages.train_s(t, card.feedback_tokens) for t in turns]
         self.chance = _uniforms(rngs[5])
@@ -214,7 +223,10 @@ class _Simulation:
             reorder = None
             if config.schedule == "cost-aware":  # slow-first starts, by the card's figures
                 reorder = lambda block: slow_first(block, self.predicted.get)  # noqa: E731
-            self.tasks = TaskSampler(sorted(card.by_task), config.seed, config.batch_groups, reorder)
+            order = [t for t in config.task_order if t in card.by_task]
+            order += sorted(set(card.by_task) - set(order))
+            seed = None if config.task_order else config.seed
+            self.tasks = TaskSampler(order, seed, config.batch_groups, reorder)
             self.fates = [] if config.record_fates else None
         self.tracked = self.tasks is not None or self.queue is not None
         self.engines = [BatchingEngine[_Episode](stages.generate_call_s) for _ in range(config.engines)]
@@ -226,7 +238,6 @@ class _Simulation:
         self.books = Books()
         self.ready: deque[_Group] = deque()
         self.rollout: Counter[int] = Counter()  # tracked: groups in rollout by version (as the real buffer's)
-        self.batch: list[_Group] = []
         self.training = False
         self.wait_start = self.previous_end = 0.0
         self.records: list[StepRecord] = []
@@ -293,17 +304,18 @@ class _Simulation:
         self.free_threads -= starting
         for number in range(first, first + starting):
             engine = self.engines[number % config.engines]
-            group, calls, faults = self._new_group()
             if not self.tracked:
+                group, calls, _ = self._new_group(self.turns)
                 for c in calls:
                     self._ask(now, _Episode(group, engine, c))
                 continue
-            assert isinstance(group, _TrackedGroup)
-            self.rollout[group.version] += 1
             task, scale = "", 1.0
             if self.tasks is not None:
                 _, task = self.tasks.next()
                 scale = self.scale[task]
+            group, calls, faults = self._new_group(self.task_turns.get(task, self.turns))
+            assert isinstance(group, _TrackedGroup)
+            self.rollout[group.version] += 1
             if self.fates is not None:
                 self.open_groups.add(group)
             group.track(number, task, self.predicted.get(task))
@@ -312,11 +324,11 @@ class _Simulation:
                 group.episodes.append(episode)
                 self._ask(now, episode)
 
-    def _new_group(self) -> tuple[_Group, list[int], list[bool] | None]:
-        """A group at the trainer's version, the gym calls each of its episodes makes, and whether
-        each ends in an infrastructure error (None: none does)."""
+    def _new_group(self, turns: Iterator[int]) -> tuple[_Group, list[int], list[bool] | None]:
+        """A group at the trainer's version, the gym calls each of its episodes makes (turns drawn
+        from `turns`), and whether each ends in an infrastructure error (None: none does)."""
         size = self.config.group_size
-        calls = list(islice(self.turns, size))
+        calls = list(islice(turns, size))
         trained = list(calls)  # the turns of each trainable trajectory
         faults = None
         if self.card.error_rate:
@@ -363,41 +375,20 @@ class _Simulation:
     # -- trainer -----------------------------------------------------------------------------
 
     def _take(self, now: float) -> None:
-        """fifo: the trainer takes ready groups in order, drops stale ones, and trains on a full
-        batch. cost-aware: `_take_by_deadline`."""
-        if self.queue is not None:
-            self._take_by_deadline(now)
-            return
-        config = self.config
-        while len(self.batch) < config.batch_groups and self.ready:
-            group = self.ready.popleft()
-            if self.rules.is_stale(group.version, self.version):
-                self._drop(group)
-            else:
-                self.batch.append(group)
-        if len(self.batch) < config.batch_groups:
-            return
-        batch, self.batch = self.batch, []
-        self._train(now, batch)
-
-    def _take_by_deadline(self, now: float) -> None:
-        """cost-aware, as the real buffer's take_batch: drop the stale ready groups, then train the
-        batch `BufferRules.choose` picks from the ready ones (by version, and the versions of the
-        groups still in rollout), if it picks one."""
-        ready = self.ready
-        if any(self.rules.is_stale(g.version, self.version) for g in ready):
-            for group in ready:
-                if self.rules.is_stale(group.version, self.version):
-                    self._drop(group)
-            ready = self.ready = deque(g for g in ready if not self.rules.is_stale(g.version, self.version))
-        untrained = Counter(g.version for g in ready) + self.rollout
-        chosen = self.rules.choose([g.version for g in ready], untrained, self.version)
+        """As the real buffer's take_batch: drop the stale ready groups, then train the batch
+        `BufferRules.choose` picks from the ready ones (cost-aware: by version, and the versions of
+        the groups still in rollout), if it picks one."""
+        fresh, stale = self.rules.split_stale(self.ready, self.version)
+        for group in stale:
+            self._drop(group)
+        untrained = Counter(g.version for g in fresh) + self.rollout if self.queue is not None else {}
+        chosen = self.rules.choose([g.version for g in fresh], untrained, self.version)
         if chosen is None:
+            self.ready = fresh
             return
         taken = set(chosen)
-        batch = [ready[i] for i in chosen]
-        self.ready = deque(g for i, g in enumerate(ready) if i not in taken)
-        self._train(now, batch)
+        self.ready = deque(g for i, g in enumerate(fresh) if i not in taken)
+        self._train(now, [fresh[i] for i in chosen])
 
     def _drop(self, group: _Group) -> None:
         self.books = self.books.dropped_stale(group.trainable)

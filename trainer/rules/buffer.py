@@ -17,14 +17,23 @@ they are still fresh enough, and are otherwise dropped as stale and counted: und
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
 from trainer.rules.schedule import DEFAULT_SCHEDULE, check_schedule, choose_batch
 
 # This many fully errored groups in a row, and no trained group between them, stop the run:
 # the gym is broken, and waiting for a batch would wait forever.
 ERRORED_STREAK_LIMIT = 8
+
+
+class _Versioned(Protocol):
+    version: int  # the policy version the group pinned
+
+
+G = TypeVar("G", bound=_Versioned)
 
 
 def room(
@@ -132,6 +141,15 @@ class BufferRules:
     def is_stale(self, group_version: int, trainer_version: int) -> bool:
         """The trainer takes groups in completion order; one too stale to train on is dropped."""
         return trainer_version - group_version > self.max_staleness
+
+    def split_stale(self, groups: Iterable[G], trainer_version: int) -> tuple[deque[G], list[G]]:
+        """The groups (anything with a `version`, in order) the trainer at `trainer_version` can still
+        train, and those it drops as stale, each in their order."""
+        fresh: deque[G] = deque()
+        stale: list[G] = []
+        for group in groups:
+            (stale if self.is_stale(group.version, trainer_version) else fresh).append(group)
+        return fresh, stale
 
     def choose(self, ready: Sequence[int], untrained: Mapping[int, int], trainer_version: int) -> list[int] | None:
         """The batch to train now, as indices into `ready` (the ready groups' versions in completion
