@@ -2,7 +2,7 @@
 # The published runs of results/: every row of the leaderboard, measured one after another on
 # a clean checkout (harness leaderboard leaves dirty-tree runs out), then the leaderboard.
 #
-#   scripts/publish-results.sh            # every row (about an hour on a 2-core machine)
+#   scripts/publish-results.sh            # every row (hours on a 2-core machine: a heavy row takes about 25 min)
 #   scripts/publish-results.sh heavy      # the heavy suites only
 #   scripts/publish-results.sh light      # the light (core) suites only
 #   scripts/publish-results.sh verilog-heavy   # one row: GYM-heavy or GYM-light

@@ -40,8 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 SCHEDULES = ("fifo", "cost-aware")
-# fifo stays the default until the published heavy rows show cost-aware meeting its targets
-# (docs/architecture.md, "The scheduler").
+# fifo stays the default while what cost-aware's staler samples cost a learning policy is unmeasured;
+# on the heavy suite cost-aware met every target (docs/architecture.md, "The scheduler").
 DEFAULT_SCHEDULE = "fifo"
 
 T = TypeVar("T")
