@@ -15,7 +15,7 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin:
 h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.15em; margin-top: 2em; }
 .sub { color: #555; margin-top: 0; }
 body.wide { max-width: none; } body.wide table { font-size: 13px; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; } .scroll td { overflow-wrap: anywhere; }  /* a long option value wraps, not the table */
 table { border-collapse: collapse; margin: .6em 0; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid #ddd; padding: .3em .7em; text-align: left; vertical-align: top; }
 td.num { text-align: right; white-space: nowrap; } td a { white-space: nowrap; }

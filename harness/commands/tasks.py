@@ -46,7 +46,8 @@ def tasks(
     console.print(table)
     for other, diff in zip(figures[1:], differences):
         parts = [f"{name.replace('_', ' ')} {_signed(d)}" for name, d in diff.items() if d is not None]
-        console.print(f"{other['run_id']} less {figures[0]['run_id']} on the slow tasks: " + "; ".join(parts))
+        console.print(f"{other['run_id']} less {figures[0]['run_id']} on the slow tasks: " + "; ".join(parts),
+                      soft_wrap=True)  # one line, whatever the terminal's width
 
 
 def _cell(figures: dict | None) -> str:
