@@ -13,7 +13,6 @@ seconds and peak memory per call, and the gym's tool versions. Cards come from t
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -23,7 +22,7 @@ from typing import Any
 from gyms import Gym, make
 from gyms.registry import UnknownGymError, registered
 from harness.outputs import lookup_roots, naming, without_paths, write_text
-from harness.rundir import Run, load_run, load_summary
+from harness.rundir import Run, load_run, load_summary, trajectory_rows
 from harness.sim.distribution import Distribution
 from trainer.timeline import Span
 from trainer.types import DROPPED_STALE, TRAINED
@@ -208,7 +207,7 @@ def _by_task(run: Run) -> dict[str, float]:
     the gym_step spans outside the warm-up step (as service_s), each matched to its task through
     trajectories.csv (a row per trajectory: its mode, group and task). {} for a run recorded
     before trajectories.csv, or before the spans named their group."""
-    task_of = {(row["mode"], int(row["group"])): row["task_id"] for row in _trajectory_rows(run.path)}
+    task_of = {(row["mode"], int(row["group"])): row["task_id"] for row in trajectory_rows(run.path)}
     seconds: dict[str, list[float]] = {}
     for mode, span, warming in _gym_steps(run):
         if not warming and (task := task_of.get((mode, span.group))) is not None:
@@ -220,7 +219,7 @@ def _turns_by_task(run_dir: Path) -> dict[str, tuple[float, ...]]:
     """Each task's turns pmf over the trajectories of the run's first repeat that ended and were
     judged (trained or dropped stale; not in flight at the end, nor ended by an infrastructure error)."""
     counts: dict[str, list[int]] = {}
-    for row in _trajectory_rows(run_dir):
+    for row in trajectory_rows(run_dir):
         if row["fate"] in (TRAINED, DROPPED_STALE) and int(row["turns"]) > 0:
             turns = counts.setdefault(row["task_id"], [])
             turns += [0] * (int(row["turns"]) - len(turns))
@@ -234,27 +233,11 @@ def task_order(run_dir: Path) -> tuple[str, ...]:
     the most (every mode draws the same sequence; cost-aware reorders each block by what the mode has
     learned). () for a run recorded before trajectories.csv."""
     groups: dict[str, dict[int, str]] = {}
-    for row in _trajectory_rows(run_dir):
+    for row in trajectory_rows(run_dir):
         groups.setdefault(row["mode"], {})[int(row["group"])] = row["task_id"]
     longest = max(groups.values(), key=len, default={})  # ties: the first recorded
     drawn = sorted(longest.items())
     return tuple(dict.fromkeys(task for _, task in drawn))
-
-
-def _trajectory_rows(run_dir: Path) -> list[dict[str, str]]:
-    """The rows of the run's first repeat's trajectories.csv (a row per trajectory: its mode,
-    group, task, turns and fate); [] for a run recorded before it."""
-    file = run_dir / "trajectories.csv"
-    if not file.is_file():
-        return []
-    try:
-        with file.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-        for row in rows:
-            int(row["group"]), int(row["turns"]), row["task_id"], row["mode"], row["fate"]
-    except (OSError, csv.Error, KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from None
-    return rows
 
 
 def _gym_of(run: Run) -> Gym | None:

@@ -231,6 +231,28 @@ def load_run(path: Path) -> Run:
     return Run(path, summary, steps, depth, spans)
 
 
+# The columns of trajectories.csv its readers use (harness/record.py writes them all), and the whole
+# numbers among them, read once here so that a bad value is one error naming the file
+TRAJECTORY_READ = ("mode", "group", "task_id", "version", "turns", "reward", "fate")
+_WHOLE = ("group", "version", "turns")
+
+
+def trajectory_rows(directory: Path) -> list[dict[str, str]]:
+    """The rows of a run's (or a repeat's) trajectories.csv, one per trajectory; [] for a run recorded
+    before the file. Raises RunDirError for a file without the columns, or with a value that is not
+    a number where one is."""
+    file = directory / "trajectories.csv"
+    if not file.is_file():
+        return []
+    rows = _csv_rows(file, TRAJECTORY_READ)
+    try:
+        for row in rows:
+            [int(row[k]) for k in _WHOLE], float(row["reward"])
+    except ValueError as exc:
+        raise RunDirError(f"{file}: unreadable ({exc})") from None
+    return rows
+
+
 def _csv_rows(file: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     if not file.is_file():
         raise RunDirError(f"{file.parent}: {file.name} is missing")

@@ -20,7 +20,6 @@ and each run after the first gets its difference from the first on it, with Welc
 
 from __future__ import annotations
 
-import csv
 import math
 import statistics
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from typing import Any
 
 from harness.intervals import interval, t95
 from harness.record import repeat_dir
-from harness.rundir import RunDirError, load_summary
+from harness.rundir import RunDirError, load_summary, trajectory_rows
 from trainer.types import DROPPED_STALE, TRAINED
 
 LATE_VERSIONS = 10  # "the end of training": the policy's last ten versions, as the learning row's final reward
@@ -113,18 +112,13 @@ def _intervals(counts: Sequence[_Counts]) -> dict[str, Any]:
 
 def _counts(repeat: Path, mode: str, first_late: int) -> dict[str, _Counts]:
     """A repeat's counts by task, from its trajectories.csv."""
-    file = repeat / "trajectories.csv"
-    if not file.is_file():
+    if not (repeat / "trajectories.csv").is_file():
         raise RunDirError(f"{repeat}: trajectories.csv is missing (a run recorded before it has no per-task figures)")
     counts: dict[str, _Counts] = {}
-    try:
-        with file.open(newline="") as f:
-            for row in csv.DictReader(f):
-                if row["mode"] != mode or row["fate"] not in (TRAINED, DROPPED_STALE):
-                    continue
-                late = int(row["version"]) >= first_late
-                one = _Counts(1, int(row["fate"] == TRAINED), int(late), float(row["reward"]) if late else 0.0)
-                counts[row["task_id"]] = counts.get(row["task_id"], _Counts()) + one
-    except (OSError, UnicodeDecodeError, csv.Error, KeyError, ValueError) as exc:
-        raise RunDirError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from None
+    for row in trajectory_rows(repeat):
+        if row["mode"] != mode or row["fate"] not in (TRAINED, DROPPED_STALE):
+            continue
+        late = int(row["version"]) >= first_late
+        one = _Counts(1, int(row["fate"] == TRAINED), int(late), float(row["reward"]) if late else 0.0)
+        counts[row["task_id"]] = counts.get(row["task_id"], _Counts()) + one
     return counts
