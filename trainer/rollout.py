@@ -51,8 +51,9 @@ CONTEXT_FULL = "the conversation would outgrow the model's context: the episode 
 
 class TaskSampler:
     """Tasks in a seeded shuffled order, cycling; the same sequence for sync and async runs.
-    Seed None keeps the tasks' own order (a re-simulation replays a run's recorded order). With a `reorder`, the order is drawn in blocks of `block` tasks, each block in the order
-    `reorder` gives it when its first task is drawn (cost-aware's slow-first starts)."""
+    Seed None keeps the tasks' own order (a re-simulation replays a run's recorded order). With a
+    `reorder`, the order is drawn in blocks of `block` tasks, each block in the order `reorder`
+    gives it when its first task is drawn (cost-aware's slow-first starts)."""
 
     def __init__(
         self, tasks: Sequence[Task], seed: int | None, block: int = 1,
