@@ -46,6 +46,10 @@ def simulate(
     max_staleness: MaxStaleness = 1,
     oversample: Oversample = 0,  # --run takes the run's
     gym_workers: GymWorkers = None,
+    remote_gym_workers: Annotated[int, typer.Option(help="Of the gym workers, how many sit on nodes other than the "
+                                                    "trainer's: each step there costs --dispatch-s more.")] = 0,
+    dispatch_s: Annotated[Optional[float], typer.Option(help="Seconds a step on a remote gym worker costs on top of "
+                                                        "its service (default: the measured Ray round trip).")] = None,
     engines: Annotated[int, typer.Option(help="Rollout engines (one generation call each at a time); colocated: "
                                          "as many as --trainers, one pool.")] = 1,
     trainers: Annotated[int, typer.Option(help="Data-parallel trainer replicas.")] = 1,
@@ -90,7 +94,7 @@ def simulate(
         batch_groups=batch, group_size=group, max_staleness=max_staleness, oversample=oversample, engines=engines,
         trainers=trainers,
         gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement_of(placement) or DEFAULT_PLACEMENT,
-        schedule=schedule_of(schedule),
+        schedule=schedule_of(schedule), remote_gym_workers=remote_gym_workers, dispatch_s=dispatch_s,
     )  # fmt: skip
     summary = sim.simulate_gym(gym, card, profile, config, modes, results)
     if as_json:

@@ -44,6 +44,8 @@
 * Placement, as the replay policy's: `disaggregated` (the default) trains on accelerators of
   its own; `colocated` has one accelerator pool (one engine, one trainer) that engine calls
   and training steps take in turn, in the order they ask for it.
+* A pool that spans nodes: `remote_gym_workers` of the workers pay `dispatch_s` per step (the Ray
+  round trip, harness/sim/queue.py), counted as their busy time. Fates' gym seconds are service alone.
 
 Events: an engine call ends, an episode's gym step ends, a training step ends. FIFO queue waits
 need no events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds; the
@@ -66,7 +68,7 @@ import numpy as np
 
 from harness.costcard import CostCard
 from harness.sim.engine import BatchingEngine
-from harness.sim.queue import PriorityServers, Servers
+from harness.sim.queue import DISPATCH_S, PriorityServers, servers
 from harness.sim.stages import Stages
 from trainer import types
 from trainer.pipeline import RunConfig, RunResult, StepRecord
@@ -106,6 +108,10 @@ class SimConfig:
     # Each trajectory's fate, where the card has tasks; off, a run costs less (harness plan's search
     # reads the idle ratio alone) and its result has no fates, so no bias audit
     record_fates: bool = True
+    # A pool that spans nodes (harness/sim/queue.py): this many of gym_workers sit on nodes other than
+    # the trainer's, and a step there costs dispatch_s on top of its service (None: DISPATCH_S, measured)
+    remote_gym_workers: int = 0
+    dispatch_s: float | None = None
 
     def __post_init__(self) -> None:
         self.run_config(self.steps)  # RunConfig's checks
@@ -117,6 +123,11 @@ class SimConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if not 0 <= self.remote_gym_workers <= self.gym_workers:
+            raise ValueError(f"--remote-gym-workers must be between 0 and --gym-workers ({self.gym_workers}), "
+                             f"got {self.remote_gym_workers}")  # fmt: skip
+        if self.dispatch_s is not None and not 0 <= self.dispatch_s < math.inf:
+            raise ValueError(f"--dispatch-s must be a number of seconds, 0 or more, got {self.dispatch_s}")
         if self.duration_s is not None and self.duration_s <= 0:
             raise ValueError(f"--duration-s must be positive, got {self.duration_s}")
         if self.placement == "colocated" and self.engines != self.trainers:
@@ -207,9 +218,11 @@ class _Simulation:
         self.prefill_s = [stages.prefill_s(t, card.feedback_tokens) for t in turns]
         self.trajectory_train_s = [stages.train_s(t, card.feedback_tokens) for t in turns]
         self.chance = _uniforms(rngs[5])
-        self.gym = Servers(config.gym_workers)
+        dispatch_s = DISPATCH_S if config.dispatch_s is None else config.dispatch_s
+        pool = (config.gym_workers, config.remote_gym_workers, dispatch_s)
+        self.gym = servers(*pool)
         # cost-aware: the deadline-first gym queue, in place of the FIFO one
-        self.queue = PriorityServers[_Episode](config.gym_workers) if config.schedule == "cost-aware" else None
+        self.queue = PriorityServers[_Episode](*pool) if config.schedule == "cost-aware" else None
         self.predicted: dict[str, float] = {}  # by task: predicted gym seconds per trajectory
         self.scale: dict[str, float] = {}  # by task: its steps' service over a draw's
         self.tasks: TaskSampler | None = None  # the card's tasks, where it has per-task figures
