@@ -181,3 +181,6 @@ def test_calibrate_writes_a_profile_that_benchmark_accepts(tmp_path):
     profile = load_profile(str(path))
     assert profile.name == "cpu-tiny" and profile.generate_s_per_token > 0 and profile.train_s_per_token > 0
     assert "harness calibrate" in profile.sources["measurement"]
+    # one request alone: its per-token time, measured beside the batch's throughput
+    assert profile.decode_s_per_token is not None and profile.decode_s_per_token > 0
+    assert "one request alone" in profile.sources["measurement"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -12,10 +13,10 @@ from gyms import Candidate, Task
 from harness.sim.engine import BatchingEngine
 from harness.sim.stages import from_profile
 from trainer.buffer import ReadyBuffer
-from trainer.policies.profiles import H100_QWEN3_4B, ZERO, HardwareProfile
+from trainer.policies.profiles import A3_QWEN3_4B, H100_QWEN3_4B, ZERO, HardwareProfile, load_profile
 from trainer.policies.replay import ReplayPolicy
 from trainer.rules.answers import RESPONSE_SPREAD, AnswerMix, response_tokens
-from trainer.rules.batching import call_seconds, next_call
+from trainer.rules.batching import call_seconds, joins, next_call, work_seconds
 from trainer.rules.buffer import ERRORED_STREAK_LIMIT, Books, BufferRules, admits
 from trainer.types import Request
 
@@ -117,6 +118,41 @@ def test_the_simulated_engine_batches_by_the_rule():
     assert engine.finish() == ["first"]
     assert engine.start(now=1.5) == 1.5 + call_seconds(0.5, 3.0)
     assert engine.finish() == ["second", "third"] and engine.busy == 1.5 + 3.5
+
+
+def test_a_call_is_throughput_or_latency_bound_whichever_is_longer():
+    assert work_seconds([(1.0, 0.0), (2.0, 0.0)]) == 3.0  # no per-sequence rate: the sum, as before
+    assert work_seconds([(0.1, 5.0), (0.2, 4.0)]) == 5.0  # a small batch: its longest decode alone
+    assert work_seconds([(3.0, 2.0), (3.0, 2.5)]) == 6.0  # a full batch: throughput
+
+
+def test_a_request_joins_a_latency_bound_call_only():
+    assert joins(start=0.0, now=1.0, call_s=0.0, response_s=0.5, decode_end=5.0)  # the engine has room
+    assert not joins(start=0.0, now=1.0, call_s=0.0, response_s=6.0, decode_end=5.0)  # full: next call
+    assert not joins(start=0.0, now=1.0, call_s=0.0, response_s=6.0, decode_end=0.0)  # no per-sequence rate
+
+
+def test_the_simulated_engine_lets_requests_join_a_latency_bound_call():
+    engine = BatchingEngine[str](call_s=0.0)
+    engine.ask("first", 0.1, 4.0, now=0.0)
+    assert engine.start(now=0.0) == 4.0  # alone: as long as its decode
+    assert engine.ask("second", 0.1, 4.0, now=1.0)  # joins, and its decode moves the end
+    assert engine.end == 5.0 and engine.busy == 5.0
+    assert not engine.ask("third", 0.1, 1.0, now=1.0, may_join=False)  # held back (colocated training)
+    assert engine.finish() == ["first", "second"] and engine.waiting[0][0] == "third"
+
+
+def test_a_profile_without_a_per_sequence_rate_loads_and_charges_as_before(tmp_path):
+    from dataclasses import asdict
+
+    data = asdict(SLOW_CALLS)
+    del data["decode_s_per_token"]  # a profile saved before the field
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    old = load_profile(str(path))
+    assert old.decode_s_per_token is None and old.decode_s(1000) == 0.0
+    assert from_profile(old).decode_factor == 0.0
+    assert from_profile(A3_QWEN3_4B).decode_factor > 1  # one sequence alone is slower per token than a full batch
 
 
 # -- the replay policy's answers --------------------------------------------------------------

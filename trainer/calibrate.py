@@ -2,7 +2,9 @@
 
 `harness calibrate` runs a few GRPO steps of a `tiny`, `hf` or `vllm` policy and fits the
 per-token costs that the replay policy emulates. Each step generates one batch (prompts x
-samples, all requests at once, so an engine that batches continuously serves them together),
+samples, all requests at once, so an engine that batches continuously serves them together:
+the throughput, `generate_s_per_token`), then one request alone (the per-sequence rate,
+`decode_s_per_token`: a sequence decodes a token at a time however empty the engine),
 trains on it with random rewards and publishes the weights. The prompts are a gym's own task
 prompts where one is named, so prompt lengths are the gym's; the vllm policy is asked for
 responses of a fixed length (`ignore_eos`), so the measured throughput is at a known, realistic
@@ -36,7 +38,7 @@ def calibrate(
     if not prompts:
         raise ValueError("calibrate needs at least one prompt")
     rng = random.Random(0)
-    gen_s = gen_tokens = train_s = train_tokens = prompt_tokens = 0.0
+    gen_s = gen_tokens = train_s = train_tokens = prompt_tokens = decode_s = decode_tokens = 0.0
     updates: list[float] = []
     for step in range(steps + 1):  # step 0 warms up caches and kernels, and is not counted
         tasks = [Task(f"calibrate/{i}", rng.choice(prompts)) for i in range(batch)]
@@ -51,6 +53,10 @@ def calibrate(
             trajs = [Trajectory(task.id, i, policy.version, [Turn(g, reward=r)])
                      for g, r in zip(mine, rewards)]  # fmt: skip
             groups.append(Group(i, task.id, policy.version, trajs, [r - mean for r in rewards]))
+        # one request alone: the per-sequence decode rate (latency-bound), beside the full batch's throughput
+        start = time.perf_counter()
+        [alone] = policy.generate([Request.first(tasks[0])], policy.version)
+        alone_s = time.perf_counter() - start
         start = time.perf_counter()
         policy.train_step(groups)
         trained = time.perf_counter() - start
@@ -59,6 +65,8 @@ def calibrate(
         updated = time.perf_counter() - start
         if step == 0:
             continue
+        decode_s += alone_s
+        decode_tokens += len(alone.response_tokens)
         gen_s += generated
         gen_tokens += sum(len(g.response_tokens) for g in gens)
         prompt_tokens += sum(len(g.prompt_tokens) for g in gens)
@@ -77,6 +85,7 @@ def calibrate(
             generate_s_per_token=gen_s / max(gen_tokens, 1),
             train_s_per_token=train_s / max(train_tokens, 1),
             update_weights_s=statistics.fmean(updates),
+            decode_s_per_token=decode_s / max(decode_tokens, 1),
             response_tokens=round(gen_tokens / samples),
             prompt_tokens=round(prompt_tokens / samples),
         ),
@@ -85,7 +94,8 @@ def calibrate(
             f"{batch} prompts x {group} samples, prompts {prompt_source}; generate {gen_s:.3f} s for "
             f"{gen_tokens:.0f} tokens ({gen_tokens / max(gen_s, 1e-9):.0f} tokens/s), actor_train "
             f"{train_s:.3f} s for {train_tokens:.0f} tokens ({train_tokens / max(train_s, 1e-9):.0f} tokens/s), "
-            f"update_weights {', '.join(f'{u:.3f}' for u in updates)} s",
+            f"update_weights {', '.join(f'{u:.3f}' for u in updates)} s; one request alone {decode_s:.3f} s for "
+            f"{decode_tokens:.0f} tokens ({decode_tokens / max(decode_s, 1e-9):.0f} tokens/s per sequence)",
             "prefill": f"not calibrated: every prompt here is a first turn's, so prefill is {PREFILL_SHARE} x the "
             "measured generate_s_per_token (HardwareProfile's default), charged only to later turns' prompt growth",
             "policy": ", ".join(f"{k} {v}" for k, v in described.items()),

@@ -58,6 +58,7 @@ def calibrate(
         profile.save(out)
     console.print(
         f"generate {profile.generate_s_per_token * 1e3:.3f} ms/token ({1 / profile.generate_s_per_token:.0f} tokens/s, "
+        f"one sequence alone {1 / (profile.decode_s_per_token or 1e-9):.0f} tokens/s, "
         f"{profile.response_tokens} tokens per response), actor_train {profile.train_s_per_token * 1e3:.3f} ms/token, "
         f"update_weights {profile.update_weights_s:.3f} s"
     )

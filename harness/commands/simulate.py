@@ -33,6 +33,8 @@ from trainer.rules.schedule import DEFAULT_SCHEDULE
 
 
 def simulate(
+    published: Annotated[Optional[str], typer.Option(help="A published setup (a shipped name, or a JSON file; "
+                                                       "docs/simulate.md): predicted beside published.")] = None,
     run: Annotated[Optional[str], typer.Option(help="Re-simulate this run (id or directory) from its own "
                                                  "measurements; prints predicted vs measured.")] = None,
     gym: Annotated[Optional[str], typer.Option(help="Gym whose cost card to use (found as harness plan finds it).")] = None,
@@ -69,6 +71,12 @@ def simulate(
     from harness import simulate as sim
     from harness.sim.pipeline import SimConfig
 
+    if published is not None:  # harness/published.py: self-contained, the other options do not apply
+        from harness import published as tables
+
+        result = tables.compare(tables.load(published))
+        print(json.dumps(result, indent=2, default=vars) if as_json else "\n".join(tables.lines(result)))
+        return
     if target is not None:
         if run is None:
             raise typer.BadParameter("a prediction is made from a run: add --run RUN_ID", param_hint="--target")

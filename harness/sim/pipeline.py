@@ -283,6 +283,9 @@ class _Simulation:
                         self._complete(now, group)
             elif kind == CALL_ENDED:
                 engine = payload
+                if engine.end > now:  # requests joined the call and moved its end: wait for it
+                    heappush(events, (engine.end, next(seq), CALL_ENDED, engine))
+                    continue
                 for answered in engine.finish():  # each answer's gym step queues now
                     if not tracked:
                         heappush(events, (serve(now, next(service)), next(seq), STEPPED, answered))
@@ -303,8 +306,11 @@ class _Simulation:
     def _ask(self, now: float, episode: _Episode) -> None:
         """An episode asks for its next turn; an idle engine starts a call for it at once."""
         engine = episode.engine
-        engine.ask(episode, next(self.response) + self.prefill_s[episode.turn - 1])
-        if engine.batch is None and now >= self.accelerator_free:
+        response = next(self.response)
+        # colocated: no joining once training has claimed the accelerator for after this call
+        joined = engine.ask(episode, response + self.prefill_s[episode.turn - 1], response * self.stages.decode_factor,
+                            now, may_join=now >= self.accelerator_free)  # fmt: skip
+        if not joined and engine.batch is None and now >= self.accelerator_free:
             heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
 
     def _start_groups(self, now: float) -> None:

@@ -2,7 +2,8 @@
 
 From a hardware profile, the stages follow the replay policy: a response of mean x U(0.5, 1.5)
 tokens (trainer/rules/answers.py), an engine call = call cost + per-token time x the response
-tokens of its batch (trainer/rules/batching.py) + the prefill of each request's prompt beyond
+tokens of its batch, or its longest response decoding alone where that is longer
+(trainer/rules/batching.py) + the prefill of each request's prompt beyond
 the first turn's, and actor_train = fixed + per-token time x the one sequence of every trained
 trajectory (its last turn's prompt and response). A turn's prompt is the first prompt grown by
 each turn before it: the mean response and the card's mean feedback tokens, by
@@ -35,6 +36,10 @@ class Stages:
     prompt_tokens: int = 0  # an episode's first prompt
     response_tokens: float = 0.0  # a response's mean length, which the next turn's prompt adds
     prefill_s_per_token: float = 0.0  # per prompt token beyond the first prompt
+    # A response's decode time alone over its response time in a full batch (the profile's
+    # decode_s_per_token / generate_s_per_token): the latency-bound side of trainer/rules/batching.py.
+    # 0: throughput-bound only (no per-sequence rate; a run's spans)
+    decode_factor: float = 0.0
 
     def prefill_s(self, turn: int, feedback_tokens: float) -> float:
         """Turn `turn`'s (1-based) prefill beyond the first prompt's, in its engine call."""
@@ -61,6 +66,7 @@ def from_profile(profile: HardwareProfile) -> Stages:
         prompt_tokens=profile.prompt_tokens,
         response_tokens=mean,
         prefill_s_per_token=profile.prefill_s_per_token or 0.0,
+        decode_factor=(profile.decode_s_per_token or 0.0) / per_token if per_token > 0 else 0.0,
     )
 
 

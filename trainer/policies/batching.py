@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.rules.batching import next_call
+from trainer.rules.batching import next_call, work_seconds
 
 @dataclass
 class _Request:
     seconds: float
     version: int
+    decode_s: float = 0.0  # decoding alone, at the profile's per-sequence rate
     served: bool = False
     failed: BaseException | None = None  # what ended the call that took this request, if it raised
 
@@ -33,14 +34,15 @@ class BatchingEngine:
         call: Callable[[float, int], None],
     ) -> None:
         self._hold = hold  # what an engine call holds around it: the accelerator
-        self._call = call  # runs one engine call: (its requests' seconds, summed; its newest version)
+        self._call = call  # runs one engine call: (its requests' seconds, by the rule's work_seconds; its newest version)
         self._cond = threading.Condition()
         self._waiting: list[_Request] = []
         self._busy = False
 
-    def serve(self, seconds: float, version: int) -> None:
-        """Return once an engine call has served this request, whose share of the call is `seconds`."""
-        mine = _Request(seconds, version)
+    def serve(self, seconds: float, version: int, decode_s: float = 0.0) -> None:
+        """Return once an engine call has served this request, whose share of a full batch's call is
+        `seconds` and which decodes alone in `decode_s`."""
+        mine = _Request(seconds, version, decode_s)
         with self._cond:
             self._waiting.append(mine)
             while self._busy and not mine.served:
@@ -56,7 +58,7 @@ class BatchingEngine:
             with self._hold():
                 with self._cond:
                     batch, self._waiting = next_call(self._waiting)
-                self._call(sum(r.seconds for r in batch), max(r.version for r in batch))
+                self._call(work_seconds((r.seconds, r.decode_s) for r in batch), max(r.version for r in batch))
         except BaseException as exc:
             failed = exc  # every request of the batch is answered with it, not as if generated
             raise

@@ -6,9 +6,12 @@ pipeline hides gym work. Each figure names its source; where a source gives no t
 the assumption used to turn a stage time into a per-token cost is written beside it.
 Reports label these stages "emulated" and name the profile.
 
-Model of a stage (throughput-based: the engine is assumed busy with a full batch):
-    generate       = generate_call_s + generate_s_per_token * response tokens
-                     + prefill_s_per_token * prompt tokens beyond the first turn's
+Model of a stage:
+    generate       = generate_call_s + the larger of
+                       generate_s_per_token * the batch's response tokens (throughput-bound: a full
+                         batch's cost per token) + prefill_s_per_token * prompt tokens beyond the first turn's
+                       decode_s_per_token * the longest response's tokens (latency-bound: one sequence
+                         decodes a token at a time however empty the engine; None: not modelled)
     actor_train    = train_step_s    + train_s_per_token    * (prompt + response) tokens
     update_weights = update_weights_s
 A multi-turn episode's prompt grows by each turn's response and feedback (trainer/rules/context.py);
@@ -45,6 +48,9 @@ class HardwareProfile:
     # Per prompt token beyond the first turn's. None: PREFILL_SHARE x generate_s_per_token (no
     # source publishes a prefill rate; profiles saved before this field read the same way).
     prefill_s_per_token: float | None = None
+    # One sequence decoding alone, per token (trainer/rules/batching.py: a call lasts at least its
+    # longest response at this rate). None: throughput-bound only, as profiles saved before this field.
+    decode_s_per_token: float | None = None
 
     def __post_init__(self) -> None:
         if self.prefill_s_per_token is None:
@@ -58,6 +64,10 @@ class HardwareProfile:
         tokens, and the prefill of its prompt tokens beyond the first turn's."""
         prefill = (self.prefill_s_per_token or 0.0) * prefill_tokens(prompt_tokens, self.prompt_tokens)
         return self.generate_s_per_token * response_tokens + prefill
+
+    def decode_s(self, response_tokens: int) -> float:
+        """A response decoding alone, at the per-sequence rate; 0 where the profile has none."""
+        return (self.decode_s_per_token or 0.0) * response_tokens
 
     def actor_train_s(self, tokens: int) -> float:
         return self.train_step_s + self.train_s_per_token * tokens
@@ -94,14 +104,23 @@ _A3_B = (81.1 - 9.9) / (_A3_TOKENS_LARGE - _A3_TOKENS_SMALL)
 A3_QWEN3_4B = HardwareProfile(
     name="a3-qwen3-4b",
     description="Qwen3-4B GRPO on Ascend A3, TP 2, 2 actor + 2 rollout NPUs (emulated)",
-    # a batch of 256 samples with responses up to 2k generated in about 67 s: 67 / (256 * 1536)
-    generate_s_per_token=67.0 / (256 * 1536),
+    # Throughput: setup 2's sync batch (256 samples, responses up to 2k) took 97.2 s (its train_wait), a
+    # throughput-bound call; responses assumed 2/3 of the cap (1,365 tokens, so the replay spread of
+    # +-50 % reaches the cap): 97.2 / (256 * 1365)
+    generate_s_per_token=97.2 / (256 * 1365),
+    # One sequence alone: setup 1's sync batch (32 samples, up to 1k) took 18.7 s, a latency-bound call
+    # as long as its longest response, whose expected length is 1,004 tokens (the largest of 32
+    # draws of 683 x U(0.5, 1.5)): 18.7 / 1004, about 54 tokens/s per sequence
+    decode_s_per_token=18.7 / 1004,
     train_s_per_token=_A3_B,
     train_step_s=9.9 - _A3_B * _A3_TOKENS_SMALL,
     update_weights_s=(1.7 + 1.6) / 2,
     response_tokens=768,
     sources={
-        "generate": f"{NPU_STUDY}, setup 2 (32 x 8 samples, responses up to 2k): about 67 s per batch",
+        "generate": f"{NPU_STUDY}, setup 2 sync (32 x 8 samples, responses up to 2k): train_wait 97.2 s per "
+        "batch, throughput-bound; responses assumed 2/3 of the cap",
+        "decode": f"{NPU_STUDY}, setup 1 sync (8 x 4 samples, responses up to 1k): train_wait 18.7 s per batch, "
+        "latency-bound: the longest of 32 responses (1,004 tokens expected) decoding alone",
         "train": f"{NPU_STUDY}: actor_train 9.9 s (setup 1, gbs 32, responses up to 1k) and "
         "81.1 s (setup 2, gbs 256, up to 2k); a two-point fit of fixed + per-token time",
         "update_weights": f"{NPU_STUDY}: 1.7 s (setup 1) and 1.6 s (setup 2); their mean",

@@ -21,7 +21,8 @@ arrive while a call runs share the next one. A call lasts the profile's call cos
 per-token cost of the batch's *total* response tokens: the profiles' figures are throughputs of
 an engine busy with a full batch (policies/profiles.py), so a token costs what it did when each
 group was one call, and the published figures stay comparable; batching saves only the
-per-call cost. A later turn's request also pays the prefill of its prompt beyond the first
+per-call cost. Where the profile has a per-sequence rate, a call lasts at least its longest
+response decoding alone (latency-bound: a small batch). A later turn's request also pays the prefill of its prompt beyond the first
 turn's (`HardwareProfile.request_s`).
 
 Multi-turn episodes are one token sequence, as a real model's (trainer/types.py): turn k + 1's
@@ -94,7 +95,8 @@ class ReplayPolicy(Policy):
     def generate(self, requests: Sequence[Request], version: int) -> list[Generation]:
         generations = [self._pick(r, self._rng(r, position), version) for position, r in enumerate(requests)]
         seconds = sum(self.profile.request_s(len(g.prompt_tokens), len(g.response_tokens)) for g in generations)
-        self._engine.serve(seconds, version)
+        decode_s = max(self.profile.decode_s(len(g.response_tokens)) for g in generations)
+        self._engine.serve(seconds, version, decode_s)
         return generations
 
     def _run_engine_call(self, requests_s: float, version: int) -> None:

@@ -1,0 +1,190 @@
+"""Published async-vs-sync tables as simulator checks: `harness simulate --published NAME`.
+
+A published setup (harness/published/NAME.json, or any file of that shape; docs/simulate.md
+describes the format) is one system's sync and async runs of one configuration: its batch,
+group, response lengths, placement, staleness, accelerators, the trainer's stage times per mode
+(inputs: the simulator does not predict how long training takes) and what the source measured
+(step time, trainer idle ratio, speedup, oscillation). The simulator predicts generation and the
+waits from a hardware profile (trainer/policies/profiles.py) and prints them beside the
+published figures, each idle ratio by the statistic the source used (`idle_statistic`):
+`ratio_of_means` (total wait over total step time, as trainer/metrics.py) or
+`mean_of_step_ratios` (the mean of each step's wait / step time, which an oscillating series
+pulls down).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness.costcard import CostCard
+from harness.sim.distribution import Distribution
+from harness.sim.pipeline import SimConfig, simulate
+from harness.sim.stages import from_profile
+from trainer.metrics import summarize
+from trainer.policies.profiles import load_profile
+from trainer.rules.placement import PLACEMENTS
+
+SHIPPED = Path(__file__).parent / "published"
+STATISTICS = ("ratio_of_means", "mean_of_step_ratios")
+MODES = ("sync", "async")
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    system: str
+    source: dict[str, str]  # citation, url, and where in it each figure is
+    profile: str  # generation rates (a built-in name or a profile JSON)
+    batch_groups: int
+    group_size: int
+    response_max: int
+    response_mean: int  # assumed where the source gives only the cap: response_mean_note says so
+    response_mean_note: str
+    placement: str
+    max_staleness: int
+    rollout_groups: int | None  # groups generating at once (the rollout's concurrency); None: as RunConfig
+    engines: int
+    trainers: int
+    accelerators: str  # in words: what serves as an engine and a trainer
+    stages: dict[str, dict[str, float]]  # per mode: train_time_s, update_weights_s
+    published: dict[str, Any]  # per mode: step_time_s, trainer_idle (0-1), oscillation; and speedup
+    idle_statistic: dict[str, str]  # per mode: one of STATISTICS
+    steps: int = 40
+    seeds: int = 3
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in SHIPPED.glob("*.json"))
+
+
+def load(name_or_path: str) -> Setup:
+    """A shipped setup by name, or a file; one ValueError line naming what is wrong."""
+    path = SHIPPED / f"{name_or_path}.json"
+    if not path.is_file():
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise ValueError(f"unknown published setup {name_or_path!r}: use one of {', '.join(names())} or a JSON file")
+    try:
+        data = json.loads(path.read_text())
+        setup = Setup(**data)
+    except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not a published setup: {exc}") from None
+    _check(setup, path)
+    return setup
+
+
+def _check(setup: Setup, path: Path) -> None:
+    def bad(what: str) -> ValueError:
+        return ValueError(f"{path} is not a published setup: {what}")
+
+    if setup.placement not in PLACEMENTS:
+        raise bad(f"placement is one of {', '.join(PLACEMENTS)}, got {setup.placement!r}")
+    for mode in MODES:
+        if set(setup.stages.get(mode, {})) != {"train_time_s", "update_weights_s"}:
+            raise bad(f"stages.{mode} needs exactly train_time_s and update_weights_s")
+        if setup.stages[mode]["update_weights_s"] > setup.stages[mode]["train_time_s"]:
+            raise bad(f"stages.{mode}: update_weights_s is part of train_time_s and cannot exceed it")
+        if not {"step_time_s", "trainer_idle"} <= set(setup.published.get(mode, {})):
+            raise bad(f"published.{mode} needs step_time_s and trainer_idle")
+        if setup.idle_statistic.get(mode) not in STATISTICS:
+            raise bad(f"idle_statistic.{mode} is one of {', '.join(STATISTICS)}")
+    if "speedup" not in setup.published:
+        raise bad("published needs speedup")
+    if not 0 < setup.response_mean <= setup.response_max:
+        raise bad("response_mean must be positive and at most response_max")
+    if not {"citation", "url"} <= set(setup.source):
+        raise bad("source needs citation and url")
+
+
+@dataclass(frozen=True)
+class ModeFigures:
+    step_time_s: float
+    trainer_idle: float  # by the setup's statistic for this mode
+    oscillating: bool
+    step_time_lag1: float | None
+
+
+def _card(setup: Setup) -> CostCard:
+    """Generation-bound setups: one-turn episodes whose check costs nothing (a math answer)."""
+    return CostCard(gym="published", source=f"published setup {setup.name}", tools={},
+                    service_s=Distribution.constant(0.0), turns=(1.0,), error_rate=0.0, timeout_rate=0.0,
+                    workers=1, calls=0)  # fmt: skip
+
+
+def predict(setup: Setup) -> dict[str, Any]:
+    """Sync and async simulated `seeds` times each; the means of the figures the source reports."""
+    profile = replace(load_profile(setup.profile), response_tokens=setup.response_mean)
+    base = from_profile(profile)
+    card = _card(setup)
+    figures: dict[str, ModeFigures] = {}
+    for mode in MODES:
+        stage = setup.stages[mode]
+        # slime's train_time holds more than actor_train (e.g. the reference model's log-probs):
+        # the simulated trainer is busy train_time_s per step, update_weights_s of it publishing.
+        stages = replace(base, train_fixed_s=Distribution.constant(stage["train_time_s"] - stage["update_weights_s"]),
+                         train_s_per_token=0.0, update_weights_s=Distribution.constant(stage["update_weights_s"]))
+        runs = []
+        for seed in range(setup.seeds):
+            config = SimConfig(mode=mode, steps=setup.steps, batch_groups=setup.batch_groups,
+                               group_size=setup.group_size, max_staleness=setup.max_staleness,
+                               rollout_threads=setup.rollout_groups if mode == "async" else None,
+                               engines=setup.engines, trainers=setup.trainers, placement=setup.placement,
+                               gym_workers=setup.batch_groups * setup.group_size, seed=seed)  # fmt: skip
+            result = simulate(card, stages, config)
+            summary = summarize(result)
+            measured = result.steps[1:]
+            per_step = statistics.fmean(s.train_wait / s.step_time for s in measured if s.step_time > 0)
+            idle = summary.trainer_idle_ratio if setup.idle_statistic[mode] == "ratio_of_means" else per_step
+            runs.append(ModeFigures(summary.step_time_mean, idle, summary.oscillation.startswith("oscillating"),
+                                    summary.step_time_lag1_autocorrelation))  # fmt: skip
+        lags = [r.step_time_lag1 for r in runs if r.step_time_lag1 is not None]
+        figures[mode] = ModeFigures(statistics.fmean(r.step_time_s for r in runs),
+                                    statistics.fmean(r.trainer_idle for r in runs),
+                                    sum(r.oscillating for r in runs) * 2 > len(runs),
+                                    statistics.fmean(lags) if lags else None)  # fmt: skip
+    speedup = figures["sync"].step_time_s / figures["async"].step_time_s
+    return {"figures": figures, "speedup": speedup}
+
+
+def compare(setup: Setup) -> dict[str, Any]:
+    """Predicted beside published, as `harness simulate --published NAME --json` prints it."""
+    predicted = predict(setup)
+    rows: dict[str, Any] = {}
+    for mode in MODES:
+        mine, theirs = predicted["figures"][mode], setup.published[mode]
+        rows[mode] = {
+            "step_time_s": {"published": theirs["step_time_s"], "predicted": mine.step_time_s},
+            "trainer_idle": {"published": theirs["trainer_idle"], "predicted": mine.trainer_idle,
+                             "statistic": setup.idle_statistic[mode]},
+            "oscillation": {"published": bool(theirs.get("oscillation", False)), "predicted": mine.oscillating,
+                            "step_time_lag1": mine.step_time_lag1},
+        }  # fmt: skip
+    rows["speedup"] = {"published": setup.published["speedup"], "predicted": predicted["speedup"]}
+    return {"name": setup.name, "system": setup.system, "source": setup.source, "profile": setup.profile, **rows}
+
+
+def lines(result: dict[str, Any]) -> list[str]:
+    """The comparison as plain lines."""
+    out = [f"{result['name']}: {result['system']} (generation: profile {result['profile']}, emulated)",
+           f"source: {result['source']['citation']} <{result['source']['url']}>"]  # fmt: skip
+    for mode in MODES:
+        r = result[mode]
+        idle = r["trainer_idle"]
+        out.append(f"{mode}: step_time {r['step_time_s']['predicted']:.1f} s predicted vs "
+                   f"{r['step_time_s']['published']:.1f} s published; trainer idle {idle['predicted']:.1%} vs "
+                   f"{idle['published']:.1%} ({(idle['predicted'] - idle['published']) * 100:+.1f} points, "
+                   f"{idle['statistic'].replace('_', ' ')})")  # fmt: skip
+        osc = r["oscillation"]
+        if mode == "async" and (osc["predicted"] or osc["published"]):
+            lag = osc["step_time_lag1"]
+            out.append(f"async oscillation: {'simulated' if osc['predicted'] else 'not simulated'} (step-time lag-1 "
+                       f"autocorrelation {'-' if lag is None else f'{lag:+.2f}'}), "
+                       f"{'published' if osc['published'] else 'not published'}")  # fmt: skip
+    s = result["speedup"]
+    out.append(f"speedup {s['predicted']:.2f}x predicted vs {s['published']:.2f}x published "
+               f"({s['predicted'] / s['published'] - 1:+.1%})")  # fmt: skip
+    return out

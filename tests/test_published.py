@@ -1,0 +1,68 @@
+"""Published async-vs-sync tables as checks of the simulator (harness/published.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import published
+
+# The tolerances the simulator is held to (issue 44): speedup within 10 %, trainer idle within 5 points.
+SPEEDUP = 0.10
+IDLE = 0.05
+
+# Where a shipped setup misses, the documented distance (docs/simulate.md) instead, with why:
+# npu-study-setup-1's async run oscillates (a 2-step cycle whose source the simulator does not
+# model: it predicts a steady rollout-bound pipeline), so its mean of per-step idle ratios, its
+# speedup and the oscillation are missed by this much at most.
+KNOWN_MISSES = {"npu-study-setup-1": {"async_idle": 0.08, "speedup": 0.13, "oscillation": False}}
+
+
+@pytest.mark.parametrize("name", published.names())
+def test_the_simulator_reproduces_each_shipped_setup(name):
+    result = published.compare(published.load(name))
+    miss = KNOWN_MISSES.get(name, {})
+    for mode in published.MODES:
+        idle = result[mode]["trainer_idle"]
+        allowed = miss.get(f"{mode}_idle", IDLE)
+        assert abs(idle["predicted"] - idle["published"]) <= allowed, (mode, idle)
+    speedup = result["speedup"]
+    assert abs(speedup["predicted"] / speedup["published"] - 1) <= miss.get("speedup", SPEEDUP), speedup
+    osc = result["async"]["oscillation"]
+    if miss.get("oscillation", True):
+        assert osc["predicted"] == osc["published"], osc
+
+
+def test_the_study_setups_ship():
+    assert {"npu-study-setup-1", "npu-study-setup-2"} <= set(published.names())
+
+
+def test_a_bad_file_is_one_error_line(tmp_path: Path):
+    good = json.loads((published.SHIPPED / "npu-study-setup-2.json").read_text())
+    path = tmp_path / "setup.json"
+    path.write_text(json.dumps({**good, "placement": "sideways"}))
+    with pytest.raises(ValueError, match=r"is not a published setup: placement") as err:
+        published.load(str(path))
+    assert "\n" not in str(err.value)
+    path.write_text(json.dumps({**good, "idle_statistic": {"sync": "median", "async": "ratio_of_means"}}))
+    with pytest.raises(ValueError, match="idle_statistic.sync"):
+        published.load(str(path))
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="is not a published setup"):
+        published.load(str(path))
+    with pytest.raises(ValueError, match="unknown published setup 'nope'"):
+        published.load("nope")
+
+
+def test_the_idle_statistic_is_the_sources(tmp_path: Path):
+    """An oscillating series: the mean of per-step ratios sits below the ratio of means."""
+    data = json.loads((published.SHIPPED / "npu-study-setup-1.json").read_text())
+    means = {}
+    for statistic in published.STATISTICS:
+        path = tmp_path / f"{statistic}.json"
+        path.write_text(json.dumps({**data, "steps": 12, "seeds": 1,
+                                    "idle_statistic": {"sync": statistic, "async": statistic}}))  # fmt: skip
+        means[statistic] = published.predict(published.load(str(path)))["figures"]["async"].trainer_idle
+    assert means["mean_of_step_ratios"] < means["ratio_of_means"]
