@@ -167,7 +167,7 @@ def _predicted(run_dir: Path, summary: RunSummary, target: Target) -> dict[str, 
     """The target's block, or why there is none: a run the simulator cannot model (every group
     an error, say) is still a measured run, and keeps its record."""
     try:
-        return predict.predict(run_dir, summary, target)
+        return predict.answer(predict.from_run(run_dir, target, summary)).block
     except (ValueError, ArithmeticError) as exc:  # e.g. a zero-cost profile: nothing to pace a plan by
         return {"error": f"{type(exc).__name__}: {exc}"}
 

@@ -14,6 +14,7 @@ from harness import catalogue, gpu_usage
 from harness.intervals import not_significant, with_interval
 from harness.summary import Measured, RunSummary
 from trainer.attribution import PARTS as WAIT_PARTS
+from trainer.metrics import MIN_MEASURED_STEPS
 from trainer.rules.placement import PLACEMENTS
 
 console = Console()
@@ -182,8 +183,11 @@ def _comparison_line(block: Measured, name: str) -> str:
 
     repeats = len(block.repeats) or 1
     over = f" (mean of {repeats} repeats, 95% intervals)" if repeats > 1 else ""
+    measured = min((m.measured_steps for m in block.modes.values()), default=0)
     speedup = fig("speedup", ".2f", "x")
     speedup = speedup if not_significant(iv.get("speedup"), catalogue.BY_KEY["speedup"].null) else f"[bold]{speedup}[/]"
+    if measured < MIN_MEASURED_STEPS:  # one or two steps of a noisy pipeline measure nothing
+        speedup = f"not measured: {measured} step(s)"
     drop = f" (drop {fig('idle_drop', '.1%')})" if "idle_drop" in c else ""  # runs before it have none
     return (
         f"{name} {speedup} (ideal {c['ideal_speedup']:.2f}x, achieved/ideal "

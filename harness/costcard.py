@@ -23,6 +23,7 @@ from gyms import Gym, make
 from gyms.registry import UnknownGymError, registered
 from harness.outputs import lookup_roots, naming, without_paths, write_text
 from harness.rundir import Run, load_run, load_summary, trajectory_rows
+from harness.summary import RunSummary
 from harness.sim.distribution import Distribution
 from trainer.timeline import Span
 from trainer.types import DROPPED_STALE, TRAINED
@@ -60,6 +61,9 @@ class CostCard:
     # answers, and so its turns, are its own). A task without them takes the card's `turns`; a profile
     # runs answers, not episodes, and has none.
     turns_by_task: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    # The gym's options when it was measured (`-o KEY=VALUE`: a heavy suite costs what a core one does
+    # not), so that a card is used only for the gym it measured. None: a card written before this field.
+    gym_options: dict[str, str] | None = None
 
     @property
     def mean_turns(self) -> float:
@@ -82,6 +86,7 @@ class CostCard:
             "by_expect": {k: d.to_json() for k, d in self.by_expect.items()}, "warmup_max_s": self.warmup_max_s,
             "feedback_tokens": self.feedback_tokens, "by_task": self.by_task,
             "turns_by_task": {task: list(pmf) for task, pmf in self.turns_by_task.items()},
+            **({} if self.gym_options is None else {"gym_options": self.gym_options}),
         }  # fmt: skip
 
     @classmethod
@@ -97,6 +102,8 @@ class CostCard:
             warmup_max_s=data.get("warmup_max_s"), feedback_tokens=float(data.get("feedback_tokens", 0.0)),
             by_task={str(k): float(v) for k, v in data.get("by_task", {}).items()},
             turns_by_task={str(k): _pmf(v) for k, v in data.get("turns_by_task", {}).items()},
+            gym_options=None if data.get("gym_options") is None else
+            {str(k): str(v) for k, v in data["gym_options"].items()},
         )  # fmt: skip
 
 
@@ -176,8 +183,12 @@ def from_run(run: Run, gym: Gym | None = None) -> CostCard:
         workers=int(run.summary.gym_workers or 1), calls=len(spans),
         warmup_max_s=max((s.duration for s in warmup), default=None),
         feedback_tokens=_mean([s.feedback_tokens for s in spans if s.feedback_tokens is not None]),
-        by_task=_by_task(run), turns_by_task=_turns_by_task(run.path),
+        by_task=_by_task(run), turns_by_task=_turns_by_task(run.path), gym_options=_options_of(run.summary),
     )  # fmt: skip
+
+
+def _options_of(summary: RunSummary) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (summary.spec.get("gym_options") or {}).items()}
 
 
 def _mean(values: list[int]) -> float:
@@ -264,6 +275,8 @@ def run_card(run_dir: Path, run: Run | None = None) -> CostCard:
     if not file.is_file():
         return from_run(run or load_run(run_dir))
     card = load(file)
+    if card.gym_options is None:  # a card.json from before the field: the run says what its gym was
+        card = replace(card, gym_options=_options_of(run.summary if run else load_summary(run_dir)))
     if not card.by_task and (run_dir / "trajectories.csv").is_file():
         card = replace(card, by_task=_by_task(run or load_run(run_dir)))
     if card.by_task and not card.turns_by_task:
@@ -271,32 +284,69 @@ def run_card(run_dir: Path, run: Run | None = None) -> CostCard:
     return card
 
 
-def find_card(gym: str, results_root: Path, card: Path | None = None) -> tuple[CostCard, str]:
-    """The card the planner and the simulator use, and where it came from: --card if given;
-    else, in RESULTS and then in the published results: ROOT/cards/GYM.json (`harness gyms profile`
-    writes it), else the newest run of the gym under ROOT/runs/ (its card.json, or one derived
-    from its spans)."""
+def options_text(options: dict[str, str] | None) -> str:
+    """A card's gym options in words."""
+    if options is None:
+        return "options not recorded"
+    return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "no options"
+
+
+def profile_path(results_root: Path, gym: str, options: dict[str, str]) -> Path:
+    """Where `harness gyms profile` writes a gym's card by default: one file per gym and options."""
+    suffix = "".join(f"-{k}={v}" for k, v in sorted(options.items()))
+    return results_root / CARDS / f"{gym}{suffix}.json".replace("/", "_")
+
+
+def find_card(gym: str, results_root: Path, card: Path | None = None,
+              options: dict[str, str] | None = None) -> tuple[CostCard, str, Path | None]:  # fmt: skip
+    """The card the planner and the simulator use, where it came from, and the run behind it (None
+    for a profiled card): --card if given (a card.json, or a run's directory); else, in RESULTS and
+    then in the published results, a card of this gym measured with exactly these gym `options`:
+    ROOT/cards/*.json (`harness gyms profile` writes them), else the newest such run under ROOT/runs/
+    (its card.json, or one derived from its spans). Never a card of other options: a core suite's
+    card would answer for a heavy one. None found: one error line naming the cards there are."""
     if card is not None:
-        return load(card), str(card)
-    roots = lookup_roots(results_root)
-    for root in roots:
-        profiled = root / CARDS / f"{gym}.json"
-        if profiled.is_file():
-            return load(profiled), str(profiled)
+        run_dir = card if card.is_dir() else card.parent if card.name == "card.json" else None
+        if run_dir is not None and (run_dir / "summary.json").is_file():
+            return run_card(run_dir), f"run {run_dir.name} ({card})", run_dir
+        return load(card), str(card), None
+    wanted = dict(options or {})
+    others: list[str] = []
+    for root in lookup_roots(results_root):
+        cards = root / CARDS
+        for path in sorted(cards.glob("*.json")) if cards.is_dir() else []:
+            try:
+                found = load(path)
+            except ValueError:
+                continue  # not a card: the leaderboard and `harness gyms profile` say so
+            if found.gym != gym:
+                continue
+            if (found.gym_options or {}) == wanted:
+                return found, str(path), None
+            others.append(f"{path} ({options_text(found.gym_options)})")
         runs = root / "runs"
         for run_dir in sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True) if runs.is_dir() else []:
             try:
-                if load_summary(run_dir).gym == gym:
-                    stored = (run_dir / "card.json").is_file()
-                    return run_card(run_dir), f"{run_dir} ({'card.json' if stored else 'derived from its spans'})"
+                summary = load_summary(run_dir)
             except ValueError:
                 continue  # a broken run is skipped here; the leaderboard reports it
+            if summary.gym != gym:
+                continue
+            if _options_of(summary) == wanted:
+                stored = (run_dir / "card.json").is_file()
+                where = f"run {run_dir.name} ({run_dir}, {'card.json' if stored else 'derived from its spans'})"
+                return run_card(run_dir), where, run_dir
+            others.append(f"run {run_dir.name} ({options_text(_options_of(summary))})")
     if gym not in registered():
         raise UnknownGymError(gym, list(registered()))
-    where = " or ".join(str(root) for root in roots)
+    where = " or ".join(str(root) for root in lookup_roots(results_root))
+    found_text = (f"found only other options: {'; '.join(dict.fromkeys(others[:6]))}"
+                  + (f" and {len(others) - 6} more" if len(others) > 6 else "")) if others else "found none"  # fmt: skip
+    flag = " ".join(f"-o {k}={v}" for k, v in sorted(wanted.items()))
     raise ValueError(
-        f"no cost card for gym {gym!r}: no cards/{gym}.json and no run of it under {where}; "
-        f"run `harness gyms profile {gym}` (or `harness benchmark --gym {gym}`), or pass --card PATH"
+        f"no cost card for gym {gym!r} with {options_text(wanted)} under {where} ({found_text}): run "
+        f"`harness gyms profile {gym}{' ' + flag if flag else ''}` or `harness benchmark --gym {gym}"
+        f"{' ' + flag if flag else ''}`, give the options of a card found (-o KEY=VALUE), or pass --card PATH"
     )
 
 

@@ -62,6 +62,12 @@ Placement = Annotated[Optional[str], typer.Option(help="Where the accelerator st
                                                   "and training accelerators of their own).")]  # fmt: skip
 Results = Annotated[Path, typer.Option(help="The results root: runs/, cards/ and the leaderboard.")]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+IdleKind = Annotated[Optional[str], typer.Option(
+    help="Which idle ratio --target-idle bounds: accelerator (the share of accelerator time spent neither "
+    "generating nor training; the default under colocated placement) or trainer (the trainer's wait for a "
+    "batch over its step time, \"GPU idle\"; the default under disaggregated placement).")]  # fmt: skip
+Replicates = Annotated[int, typer.Option(min=1, help="Simulations of the recommendation, each with its own seed "
+                                         "and bootstrap of the card's step times: the interval's.")]  # fmt: skip
 
 MODES = {"both": ("sync", "async"), "sync": ("sync",), "async": ("async",)}
 
@@ -78,6 +84,23 @@ def placement_of(placement: str | None) -> str | None:
     if placement is not None and placement not in PLACEMENTS:
         raise typer.BadParameter(f"{placement!r}: use {' or '.join(PLACEMENTS)}", param_hint="--placement")
     return placement
+
+
+def idle_kind_of(idle: str | None) -> str | None:
+    """--idle, checked; None leaves it to the placement."""
+    if idle is not None and idle not in ("accelerator", "trainer"):
+        raise typer.BadParameter(f"{idle!r}: use accelerator or trainer", param_hint="--idle")
+    return idle
+
+
+def existing_results(results: Path) -> Path:
+    """--results, which must exist unless it is the default (a fresh machine has no results-local/
+    yet: its lookups fall back to the published results/)."""
+    from harness.outputs import RESULTS
+
+    if results != RESULTS and not results.is_dir():
+        raise typer.BadParameter(f"{results}: no such directory", param_hint="--results")
+    return results
 
 
 def schedule_of(schedule: str) -> str:

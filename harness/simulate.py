@@ -267,10 +267,14 @@ def summary_table(summary: Simulated) -> Table:
 
 
 def simulate_gym(
-    gym: str | None, card_path: Path | None, profile: str, config: SimConfig, modes: tuple[str, ...], results_root: Path
+    gym: str | None, card_path: Path | None, profile: str, config: SimConfig, modes: tuple[str, ...],
+    results_root: Path, options: dict[str, str] | None = None,
 ) -> Simulated:
     """`harness simulate` without --run: a gym's card (harness.costcard.find_card) and a profile."""
     if gym is None and card_path is None:
         raise ValueError("name a gym (--gym NAME) or a card (--card PATH), or re-simulate a run (--run RUN_ID)")
-    card, where = (load(card_path), str(card_path)) if gym is None else find_card(gym, results_root, card_path)
+    if gym is None:
+        card, where = load(card_path), str(card_path)  # type: ignore[arg-type]
+    else:
+        card, where, _ = find_card(gym, results_root, card_path, options)
     return replace(simulate_modes(card, from_profile(load_profile(profile)), config, modes), card_from=where)

@@ -12,7 +12,7 @@ from in_process import harness_here
 
 from harness import costcard
 from harness.costcard import CostCard, turn_pmf
-from harness.plan import Cluster, _fewest, idle_ratio, plan, sizing_rule
+from harness.plan import Cluster, _fewest, default_idle, idle_of, plan, sizing_rule
 from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig
 from harness.sim.stages import Stages, from_profile
@@ -30,7 +30,8 @@ def async_idle(p, workers_per_node: int) -> float:
     config = SimConfig(mode="async", steps=40, batch_groups=p.batch_groups, group_size=p.group_size,
                        max_staleness=p.max_staleness, gym_workers=workers_per_node * p.cluster.nodes,
                        engines=p.cluster.engines, trainers=p.cluster.trainers, placement=p.cluster.placement)  # fmt: skip
-    return idle_ratio(simulate_modes(HEAVY, H100, config, ("async",)).modes["async"], p.cluster.placement)
+    figures = simulate_modes(HEAVY, H100, config, ("async",)).modes["async"]
+    return idle_of(figures, default_idle(p.cluster.placement), p.cluster)
 
 
 @pytest.mark.parametrize("placement,target", [("disaggregated", 0.05), ("colocated", 0.10)])
@@ -42,7 +43,7 @@ def test_the_recommendation_keeps_the_simulated_idle_ratio_under_target(placemen
     assert p.reached
     assert async_idle(p, p.workers_per_node) <= target
     assert p.workers_per_node == 1 or async_idle(p, p.workers_per_node - 1) > target  # and no worker to spare
-    assert idle_ratio(p.summary.modes["async"], placement) <= target
+    assert idle_of(p.summary.modes["async"], p.idle, p.cluster) <= target
     assert p.summary["comparison"]["speedup"] > 1
     assert p.buffer_groups == (p.max_staleness + 1) * p.batch_groups
     if placement == "colocated":  # the trainer's own idle includes generation
@@ -114,29 +115,46 @@ def test_cluster_mapping():
 
 def test_plan_for_verilog_on_8_accelerators(monkeypatch, capsys):
     code, out, err = harness_here(monkeypatch, capsys, "plan", "--gym", "verilog", "--accelerators", "8",
-                                  "--cores-per-node", "192", "--results", str(RESULTS))  # fmt: skip
+                                  "--cores-per-node", "192", "--replicates", "3", "--results", str(RESULTS))  # fmt: skip
     assert code == 0, err
-    assert "card: " in out and "verilog" in out
-    assert "sizing rule: lambda = " in out and "gym workers per node, max_staleness" in out
-    assert "predicted trainer idle ratio: async" in out and "speedup" in out
+    assert "card: verilog (no options), run 20261130T125643Z-verilog" in out
+    assert "sizing rule: lambda = " in out and "gym workers per node" in out
+    assert "trainer idle ratio: sync" in out and "accelerator idle ratio: sync" in out and "async speedup" in out
+    assert "target: accelerator idle ratio at most 5% in async" in out  # colocated: the pool's idle, named
+    assert "trust: " in out
     # progress on stderr, one line per simulation (a large cluster takes minutes)
-    assert "simulated max_staleness 1, 192 gym workers per node: async idle" in err
+    assert "simulated max_staleness 1, 192 gym workers per node: async accelerator idle ratio" in err
     assert "chosen: max_staleness" in err
 
 
 def test_plan_json(monkeypatch, capsys):
     code, out, _ = harness_here(monkeypatch, capsys, "plan", "--gym", "verilog", "--accelerators", "4",
-                                "--cores-per-node", "32", "--steps", "10", "--results", str(RESULTS), "--json")  # fmt: skip
+                                "--cores-per-node", "32", "--steps", "10", "--replicates", "3", "--results",
+                                str(RESULTS), "--json")  # fmt: skip
     figures = json.loads(out)
-    assert code == 0 and 1 <= figures["workers_per_node"] <= 32
-    assert figures["sizing_rule"]["workers"] >= 1 and figures["cluster"]["engines"] == 4
-    assert figures["cluster"]["placement"] == "colocated"
+    assert code == 0 and 1 <= figures["prediction"]["plan"]["workers_per_node"] <= 32
+    assert figures["planner"]["sizing_rule"]["workers"] >= 1
+    cluster = figures["prediction"]["inputs"]["cluster"]
+    assert cluster["engines"] == 4 and cluster["placement"] == "colocated"
+    speedup = figures["prediction"]["figures"]["speedup"]
+    assert speedup["low"] <= speedup["mean"] <= speedup["high"]
+
+
+def test_plan_targets_the_idle_ratio_it_is_told(monkeypatch, capsys):
+    code, out, err = harness_here(monkeypatch, capsys, "plan", "--gym", "verilog", "--accelerators", "4",
+                                  "--cores-per-node", "32", "--steps", "10", "--replicates", "2", "--idle", "trainer",
+                                  "--target-idle", "0.5", "--results", str(RESULTS))  # fmt: skip
+    assert code == 0, err
+    assert "target: trainer idle ratio at most 50% in async" in out and "async trainer idle ratio" in err
 
 
 @pytest.mark.parametrize("args,message", [
     (["--gym", "verilog", "--accelerators", "-8", "--cores-per-node", "192"], "--accelerators must be at least 1"),
     (["--gym", "verilog", "--accelerators", "8", "--cores-per-node", "192", "--target-idle", "2"], "--target-idle"),
     (["--gym", "verilgo", "--accelerators", "8", "--cores-per-node", "192"], "Did you mean 'verilog'"),
+    (["--gym", "verilog", "--accelerators", "8", "--cores-per-node", "192", "--idle", "gpu"], "--idle"),
+    (["--gym", "verilog", "--accelerators", "8", "--cores-per-node", "192", "--gym-node-cores", "-1"],
+     "--gym-node-cores must be at least 0"),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(args, message, monkeypatch, capsys):
     code, _, err = harness_here(monkeypatch, capsys, "plan", *args, "--results", str(RESULTS))
@@ -151,10 +169,34 @@ def test_no_card_names_the_command_that_makes_one(tmp_path, monkeypatch, capsys)
     assert code == 2 and "harness gyms profile math" in err
 
 
+def test_a_results_root_that_does_not_exist_is_an_error(tmp_path, monkeypatch, capsys):
+    code, _, err = harness_here(monkeypatch, capsys, "plan", "--gym", "math", "--accelerators", "8",
+                                "--cores-per-node", "16", "--results", str(tmp_path / "nowhere"))  # fmt: skip
+    assert code == 2 and "nowhere: no such directory" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_no_card_of_other_options_is_used_silently(tmp_path, monkeypatch, capsys):
+    """A heavy suite asked for, only a core-suite run there: refused, naming the cards found."""
+    monkeypatch.chdir(tmp_path)  # no published results/ to fall back on
+    code, _, err = harness_here(monkeypatch, capsys, "plan", "--gym", "verilog", "-o", "suite=heavy",
+                                "--accelerators", "8", "--cores-per-node", "16", "--results", str(RESULTS))  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no cost card for gym 'verilog' with suite=heavy" in err
+    assert "run 20261130T125643Z-verilog (no options)" in err  # what it found instead
+
+
+def test_the_published_heavy_card_is_found_by_its_options(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    card, where, run_dir = costcard.find_card("verilog", ROOT / "results", options={"suite": "heavy"})
+    assert card.gym_options == {"suite": "heavy"} and run_dir is not None and where.startswith("run ")
+    core, _, _ = costcard.find_card("verilog", ROOT / "results", options={})
+    assert core.gym_options == {} and core.service_s.mean < card.service_s.mean
+
+
 def test_a_fresh_results_root_plans_from_the_published_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    card, where = costcard.find_card("math", tmp_path / "results-local")
-    assert where.startswith(str(Path("results") / "runs")) and card.gym == "math"
+    card, where, _ = costcard.find_card("math", tmp_path / "results-local")
+    assert where.startswith("run ") and str(Path("results") / "runs") in where and card.gym == "math"
 
 
 def test_card_lookup_prefers_a_profiled_card_then_the_newest_run(tmp_path):
@@ -162,11 +204,16 @@ def test_card_lookup_prefers_a_profiled_card_then_the_newest_run(tmp_path):
     runs.mkdir()
     for name in ("20261130T125643Z-verilog", "20261130T125457Z-math"):
         (runs / name).symlink_to(RESULTS / "runs" / name)
-    card, where = costcard.find_card("verilog", tmp_path)
+    card, where, run_dir = costcard.find_card("verilog", tmp_path)
     assert card.source == "run 20261130T125643Z-verilog" and "derived from its spans" in where
-    costcard.save(HEAVY, tmp_path / "cards" / "verilog.json")
-    card, where = costcard.find_card("verilog", tmp_path)
-    assert card == HEAVY and where == str(tmp_path / "cards" / "verilog.json")
+    assert run_dir == runs / "20261130T125643Z-verilog"
+    costcard.save(replace(HEAVY, gym="verilog", gym_options={}), tmp_path / "cards" / "verilog.json")
+    card, where, run_dir = costcard.find_card("verilog", tmp_path)
+    assert card.source == "test" and where == str(tmp_path / "cards" / "verilog.json") and run_dir is None
+    # a profile of other options is not this gym's card: the run answers
+    costcard.save(replace(HEAVY, gym="verilog", gym_options={"suite": "heavy"}), tmp_path / "cards" / "verilog.json")
+    card, _, _ = costcard.find_card("verilog", tmp_path)
+    assert card.source == "run 20261130T125643Z-verilog"
 
 
 def test_gyms_profile_writes_a_card_the_planner_reads(tmp_path, monkeypatch, capsys):
@@ -187,5 +234,40 @@ def test_gyms_profile_writes_a_card_the_planner_reads(tmp_path, monkeypatch, cap
     assert stepped == sorted(set(stepped)) and 1 < len(stepped) <= 10 and stepped[-1] == card.calls
     assert lines[-1] == f"stepped {card.calls}/{card.calls} candidates"
     code, out, _ = harness_here(monkeypatch, capsys, "plan", "--gym", "math", "--accelerators", "2",
-                                "--cores-per-node", "8", "--steps", "10", "--results", str(tmp_path))  # fmt: skip
-    assert code == 0 and f"card: {Path(tmp_path) / 'cards' / 'math.json'}" in out
+                                "--cores-per-node", "8", "--steps", "10", "--replicates", "2", "--results",
+                                str(tmp_path))  # fmt: skip
+    assert code == 0 and f"{Path(tmp_path) / 'cards' / 'math.json'}" in out
+    assert "trust: unchecked: no measured run stands behind the card" in out
+
+
+def test_cpu_only_gym_nodes_are_added_where_the_accelerator_nodes_cores_fall_short():
+    """2 cores per accelerator node cannot keep 4 accelerators busy on this gym; the planner adds
+    the fewest gym nodes of 8 cores that reach the target, and one fewer does not."""
+    cluster = Cluster(nodes=1, accelerators_per_node=4, cores_per_node=2, placement="disaggregated",
+                      gym_node_cores=8, max_gym_nodes=16)  # fmt: skip
+    p = plan(HEAVY, H100, cluster, target_idle=0.05, steps=30)
+    assert p.reached and p.gym_nodes >= 1 and p.workers_per_node == 2
+    assert (p.config.gym_workers, p.config.remote_gym_workers) == (2 + 8 * p.gym_nodes, 8 * p.gym_nodes)
+    fewer = replace(p.config, mode="async", gym_workers=2 + 8 * (p.gym_nodes - 1),
+                    remote_gym_workers=8 * (p.gym_nodes - 1), record_fates=False)  # fmt: skip
+    assert idle_of(simulate_modes(HEAVY, H100, fewer, ("async",)).modes["async"], "trainer", cluster) > 0.05
+    without = plan(HEAVY, H100, replace(cluster, gym_node_cores=0), target_idle=0.05, steps=30)
+    assert not without.reached and any("--gym-node-cores" in w for w in without.warnings)
+
+
+def test_prices_pick_the_cheapest_mix_per_trained_sample():
+    from harness.plan import Prices, mixes
+
+    assert Prices.parse("accel=98.3, cpu=4.1") == Prices(98.3, 4.1)
+    for bad in ("accel=1", "accel=x,cpu=1", "gpu=1,cpu=1", "accel=-1,cpu=1"):
+        with pytest.raises(ValueError, match="accel=PRICE,cpu=PRICE"):
+            Prices.parse(bad)
+    cluster = Cluster(nodes=2, accelerators_per_node=2, cores_per_node=2, placement="disaggregated",
+                      gym_node_cores=8, max_gym_nodes=8)  # fmt: skip
+    found = mixes(HEAVY, H100, cluster, Prices(100.0, 1.0), None, target_idle=0.05, steps=20)
+    assert sorted(m.nodes for m in found) == [1, 2]
+    reached = [m for m in found if m.reached]
+    assert reached == found[: len(reached)]  # those that reach the target come first, cheapest first
+    assert [m.per_1k_samples for m in reached] == sorted(m.per_1k_samples for m in reached)
+    for m in found:
+        assert m.per_hour == pytest.approx(100.0 * m.nodes + 1.0 * m.gym_nodes)

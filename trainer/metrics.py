@@ -254,6 +254,9 @@ def multi_turn(steps: Sequence[StepRecord]) -> dict[str, Any]:
     }
 
 
+MIN_MEASURED_STEPS = 3  # a speedup of fewer measured steps per mode is no measurement (printed as such)
+
+
 def compare(sync: ModeSummary, async_: ModeSummary) -> dict[str, float]:
     """Speedup of async over sync on the same batch configuration, and how close to ideal."""
     speedup = sync.step_time_mean / async_.step_time_mean

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -176,7 +176,8 @@ def gyms_profile(
     name: GymArgument,
     limit: Limit = None,
     gym_workers: GymWorkers = None,
-    out: Annotated[Optional[Path], typer.Option(help="Card path (default: RESULTS/cards/NAME.json).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Card path (default: RESULTS/cards/NAME.json, or "
+                                                "RESULTS/cards/NAME-KEY=VALUE.json with gym options).")] = None,
     results: Results = RESULTS,
     gym_option: GymOptions = None,
     sandbox: SandboxBackend = None,
@@ -185,12 +186,14 @@ def gyms_profile(
     replay policy's action mix. `harness plan` and `harness simulate` read RESULTS/cards/NAME.json."""
     from harness import costcard, gymcost
 
-    gym = start_gym(name, parse_options(gym_option), sandbox=sandbox)
-    path = out or results / costcard.CARDS / f"{gym.name}.json"
+    options = parse_options(gym_option)
+    gym = start_gym(name, options, sandbox=sandbox)
+    path = out or costcard.profile_path(results, gym.name, options)
     fix = "pass --out FILE in a writable directory" if out else "pass --results DIR, a writable directory"
     outputs.check_writable(path.parent, outputs.MB, fix)  # before the measuring, not after it
     card = gymcost.measure(gym, limit=limit, workers=gym_workers,
                            say=lambda line: err.print(line, soft_wrap=True, highlight=False, markup=False))  # fmt: skip
+    card = replace(card, gym_options=options)  # a card answers only for the gym with these options
     costcard.save(card, path)
     for line in costcard.describe(card):
         console.print(line)

@@ -12,6 +12,7 @@ from harness.console import console
 from harness.options import (
     Batch,
     Group,
+    GymOptions,
     GymWorkers,
     Json,
     MaxStaleness,
@@ -19,10 +20,13 @@ from harness.options import (
     Oversample,
     Placement,
     Profile,
+    Replicates,
     Results,  # fmt: skip
     Schedule,
     Seed,
+    existing_results,
     modes_of,
+    parse_options,
     placement_of,
     schedule_of,
 )
@@ -39,6 +43,7 @@ def simulate(
                                                  "measurements; prints predicted vs measured.")] = None,
     gym: Annotated[Optional[str], typer.Option(help="Gym whose cost card to use (found as harness plan finds it).")] = None,
     card: Annotated[Optional[Path], typer.Option(help="A cost card JSON (harness gyms profile).")] = None,
+    gym_option: GymOptions = None,
     profile: Profile = DEFAULT_PROFILE,
     mode: Mode = "both",
     steps: Annotated[Optional[int], typer.Option(help="Optimizer steps; the first is warm-up (default 10).")] = None,
@@ -63,10 +68,14 @@ def simulate(
     as_json: Json = False,
     markdown: Annotated[bool, typer.Option(help="--run: print the run's row of docs/simulate.md's table.")] = False,
     target: Annotated[Optional[str], typer.Option(
-        help="--run: print what the run predicts for this cluster, ACCELERATORSxCORES[xNODES] per node, as "
-        "harness benchmark does at its end.")] = None,
+        help="--run: print what the run predicts for this cluster, ACCELERATORSxCORES[xNODES][+GYM_NODE_CORES] "
+        "per node, as harness benchmark does at its end (harness plan's answer, from the run's card and stages).")] = None,
+    replicates: Replicates = 20,
 ) -> None:
-    """Simulate the sync and async pipelines (discrete events, the trainer's rules) in seconds."""
+    """Simulate the sync and async pipelines (discrete events, the trainer's rules) in seconds.
+
+    Example: harness simulate --run 20261206T053157Z-verilog --target 8x192
+    """
     from gyms.pool import default_workers
     from harness import simulate as sim
     from harness.sim.pipeline import SimConfig
@@ -77,10 +86,11 @@ def simulate(
         result = tables.compare(tables.load(published))
         print(json.dumps(result, indent=2, default=vars) if as_json else "\n".join(tables.lines(result)))
         return
+    results = existing_results(results)
     if target is not None:
         if run is None:
             raise typer.BadParameter("a prediction is made from a run: add --run RUN_ID", param_hint="--target")
-        _predict(run, results, target)
+        _predict(run, results, target, replicates, as_json)
         return
     if run is not None:
         fidelity = sim.resimulate(run, results, repeats, seed)
@@ -104,7 +114,7 @@ def simulate(
         gym_workers=gym_workers if gym_workers is not None else default_workers(), seed=seed, placement=placement_of(placement) or DEFAULT_PLACEMENT,
         schedule=schedule_of(schedule), remote_gym_workers=remote_gym_workers, dispatch_s=dispatch_s,
     )  # fmt: skip
-    summary = sim.simulate_gym(gym, card, profile, config, modes, results)
+    summary = sim.simulate_gym(gym, card, profile, config, modes, results, parse_options(gym_option))
     if as_json:
         print(json.dumps(summary.to_json(), indent=2, sort_keys=True))
         return
@@ -117,15 +127,18 @@ def simulate(
                       f" -> {c['trainer_idle_ratio_async']:.1%}")  # fmt: skip
 
 
-def _predict(run: str, results: Path, target: str) -> None:
-    from harness.predict import lines, predict
-    from harness.rundir import find_run, load_summary
+def _predict(run: str, results: Path, target: str, replicates: int, as_json: bool) -> None:
+    from harness import predict
+    from harness.rundir import find_run
     from harness.target import Target
 
     try:
         cluster = Target.parse(target)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--target") from None
-    path = find_run(run, results)
-    for line in lines(predict(path, load_summary(path), cluster)):
+    block = predict.answer(predict.from_run(find_run(run, results), cluster, replicates=replicates)).block
+    if as_json:
+        print(json.dumps(block, indent=2, sort_keys=True))
+        return
+    for line in predict.lines(block):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
