@@ -8,11 +8,14 @@ How accelerators become pipeline parts (the mapping the simulator is given), by 
   share the per-token training time of a batch (perfect scaling: an optimistic assumption).
 * The batch defaults to 4 groups per engine, the benchmark's 4 x 4 per engine, so each
   engine and trainer replica sees the profile's reference load.
-* The gym workers of every node serve one FIFO queue (a shared queue or a balancer).
+* The gym workers of every node, CPU-only gym nodes included, serve one FIFO queue (a shared
+  queue or a balancer); those off the trainer's node pay the dispatch (harness/sim/queue.py).
 
 The search: for max_staleness 1, 2, ... the fewest gym workers per node whose simulated async
-idle ratio (`idle_ratio`: what gym work leaves idle) is at or under the target; the first
-staleness that reaches it wins, since staler samples cost learning and cores cost little. Beside it, the queueing rule's answer:
+idle ratio (of the kind `idle_kind` names: `default_idle` is what gym work leaves idle) is at or
+under the target, or, where every core of the accelerator nodes falls short and the cluster may
+add CPU-only gym nodes, every core and the fewest gym nodes; the first staleness that reaches it
+wins, since staler samples cost learning and cores cost little. Beside it, the queueing rule's answer:
 n >= 1.3 x lambda x E[S], with lambda the gym calls per second when the accelerators set the pace
 (a step's generation and training in turn when colocated, the slower of the two when not).
 

@@ -179,7 +179,8 @@ def test_help_wraps_at_80_columns_and_cuts_nothing(command):
     expected = {
         "benchmark": "Seed of every random choice the command makes (task order, sampled answers, initial weights, "
                      "simulated draws): the same seed repeats a run.",
-        "gyms profile": "Card path (default: RESULTS/cards/NAME.json).",
+        "gyms profile": "Card path (default: RESULTS/cards/NAME.json, or RESULTS/cards/NAME-KEY=VALUE.json with gym "
+                        "options).",
         "": "Serve a gym as an OpenEnv environment (HTTP and WebSocket reset/step/state), each step checked in the "
             "gym pool's sandboxes, until Ctrl-C.",
         "gyms": "Step one episode of TASK with each answer in turn, in a real pool worker (sandbox, limits and "

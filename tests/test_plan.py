@@ -14,7 +14,6 @@ from harness import costcard
 from harness.costcard import CostCard, turn_pmf
 from harness.plan import Cluster, _fewest, default_idle, idle_of, plan, sizing_rule
 from harness.sim.distribution import Distribution
-from harness.sim.pipeline import SimConfig
 from harness.sim.stages import Stages, from_profile
 from harness.simulate import simulate_modes
 from trainer.policies.profiles import load_profile
@@ -27,9 +26,9 @@ HEAVY = CostCard("heavy", "test", {}, Distribution.of([0.05 + 0.95 * i / 97 for 
 
 
 def async_idle(p, workers_per_node: int) -> float:
-    config = SimConfig(mode="async", steps=40, batch_groups=p.batch_groups, group_size=p.group_size,
-                       max_staleness=p.max_staleness, gym_workers=workers_per_node * p.cluster.nodes,
-                       engines=p.cluster.engines, trainers=p.cluster.trainers, placement=p.cluster.placement)  # fmt: skip
+    """The plan's simulation, with this many gym workers per node (those off the trainer's node remote)."""
+    workers, remote = p.cluster.gym_pool(workers_per_node, p.gym_nodes)
+    config = replace(p.config, mode="async", gym_workers=workers, remote_gym_workers=remote)
     figures = simulate_modes(HEAVY, H100, config, ("async",)).modes["async"]
     return idle_of(figures, default_idle(p.cluster.placement), p.cluster)
 

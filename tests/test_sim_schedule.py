@@ -18,7 +18,7 @@ from in_process import harness_here
 
 from harness.benchmark import BenchmarkSpec, run_benchmark
 from harness.costcard import CostCard, from_run, load, run_card, save, task_order, turn_pmf
-from harness.plan import Cluster, plan, render
+from harness.plan import Cluster, details, plan
 from harness.rundir import load_run
 from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig, simulate
@@ -360,7 +360,7 @@ def test_the_plan_recommends_cost_aware_where_it_holds_the_target_and_drops_less
     assert p.schedule == "fifo" and fifo["dropped_of"] == aware["dropped_of"] == "gym time"
     assert aware["idle"] <= max(p.target_idle, fifo["idle"]) and aware["dropped"] < fifo["dropped"]
     assert p.recommended_schedule == "cost-aware"
-    line = next(line for line in render(p, "card", "stages") if line.startswith("schedule:"))
+    line = next(line for line in details(p) if line.startswith("schedule:"))
     assert line.startswith("schedule: cost-aware recommended") and f"{fifo['dropped']:.1%}" in line
     # the search under cost-aware compares fifo at its own point
     other = plan(light, accel, cluster, target_idle=0.1, schedule="cost-aware")
@@ -374,4 +374,4 @@ def test_the_plan_keeps_fifo_where_cost_aware_idles_more():
     p = plan(heavier, stages(0.02, 1.0, 0.2), Cluster(1, 2, 32, "disaggregated"), target_idle=0.1)
     fifo, aware = p.schedules["fifo"], p.schedules["cost-aware"]
     assert aware["idle"] > max(p.target_idle, fifo["idle"]) and p.recommended_schedule == "fifo"
-    assert any(line.startswith("schedule: fifo (") for line in render(p, "card", "stages"))
+    assert any(line.startswith("schedule: fifo (") for line in details(p))
