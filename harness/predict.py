@@ -182,7 +182,8 @@ def _trust(q: Question) -> dict[str, Any]:
     def within(predicted: float, measured: float, key: str, close: bool) -> bool:
         """Close enough, or inside the run's own 95 % interval over its repeats (its noise)."""
         interval = summary.intervals.get(key) or {}
-        return close or interval.get("low", measured) <= predicted <= interval.get("high", measured)
+        low, high = interval.get("low"), interval.get("high")  # None: one repeat, no interval
+        return close or (low is not None and high is not None and low <= predicted <= high)
 
     for mode in modes:
         predicted = statistics.fmean(r.modes[mode].trainer_idle_ratio for r in runs)

@@ -145,3 +145,17 @@ def test_a_block_recorded_before_this_version_reads_as_recorded():
     lines = predict.lines(summary.predicted)
     assert lines[0].startswith("predicted (simulated, not measured) for 8 accelerators and 192 cores per node")
     assert "async speedup 5.46x" in lines[1]  # the figure it recorded, not a new one
+
+
+def test_a_run_of_one_repeat_has_no_interval_and_is_judged_by_the_tolerances(tmp_path):
+    """One repeat: its intervals are empty (no low, no high), so the replay is held to the tolerances alone."""
+    import shutil
+
+    copy = tmp_path / TINY.name
+    shutil.copytree(TINY, copy)
+    data = json.loads((copy / "summary.json").read_text())
+    data["repeats"] = data["repeats"][:1]
+    (copy / "summary.json").write_text(json.dumps(data))
+    assert load_summary(copy).intervals["speedup"]["low"] is None
+    trust = predict.answer(predict.from_run(copy, Target(2, 8), replicates=2)).block["trust"]
+    assert trust["verdict"] in ("trusted", "do not trust") and "speedup" in trust["replay"]
