@@ -258,6 +258,10 @@ def summary_table(summary: Simulated) -> Table:
                             ("rollout idle ratio (mean engine)", "rollout_idle_ratio", ".1%"),
                             ("ideal step_time (s)", "ideal_step_time", ".2f")):  # fmt: skip
         table.add_row(label, *(format(m[key], fmt) for m in modes.values()))
+    if summary.placement == "colocated":  # the pool's idle: neither generating nor training (both idle ratios, named alike)
+        # (a pool busy all the time sums its spans to a hair past the window: -1e-16 is 0)
+        table.add_row("accelerator idle ratio", *(format(max(m["accelerator_idle_ratio"], 0.0), ".1%")
+                                                  for m in modes.values()))  # fmt: skip
     if any(m["bias"] is not None for m in modes.values()):  # the card has tasks: each trajectory a fate
         for label, key, fmt in (("slow/fast acceptance", "slow_fast_acceptance", ".2f"),
                                 ("gym time dropped stale (share)", "gym_s_dropped_share", ".1%")):  # fmt: skip
