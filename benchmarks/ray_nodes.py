@@ -195,7 +195,8 @@ def main() -> None:
     from harness.sim.queue import DISPATCH_S
 
     git = summary["git"]
-    print(f"run {summary['run_id']} (commit {git['commit'][:7]}{', dirty tree' if git['dirty'] else ''}), {measured_s:.0f} s with the cluster's start; "
+    tree = ", dirty tree" if git["dirty"] else ""
+    print(f"run {summary['run_id']} (commit {git['commit'][:7]}{tree}), {measured_s:.0f} s with the cluster's start; "
           f"gym workers per node (async): {workers}; {remote} of {summary['gym_workers']} off the trainer's node, "
           f"dispatch {1000 * DISPATCH_S:.2f} ms; profile {summary['profile']['name']} (emulated), placement "
           f"{summary['placement']}, {args.steps} steps of {args.batch} x {args.group}, max staleness "
