@@ -18,7 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    from gyms.attacks import AttackSuite
 
 
 class Outcome(str, Enum):
@@ -294,6 +297,11 @@ class Gym(ABC):
     def tools(self) -> list[ToolCheck]:
         """The external tools this gym runs, with their availability."""
         return []
+
+    def attack_suites(self) -> Sequence[AttackSuite]:
+        """Reward hacks this gym must fail (`gyms.attacks`): `harness gyms attack NAME` runs them and
+        reports the escapes. Empty: the gym declares none (docs/writing-a-gym.md says how to)."""
+        return ()
 
     def describe(self) -> dict[str, str]:
         """Versions of the gym and its tools, for run records."""

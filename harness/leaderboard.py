@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness import hackability
 from harness.catalogue import CATALOGUE, Board, Metric
 from harness.leaderboard_views import index_html, markdown, readme, report_link
 from harness.outputs import write_text
@@ -94,8 +95,10 @@ def publish(results_root: Path, include_dirty: bool = False, readme_file: Path |
         warnings.append(f"left out {len(dirty)} run(s) from a dirty tree or of unknown commit "
                         f"({', '.join(dirty)}); --include-dirty publishes them")  # fmt: skip
     rows = choose(rows)
+    attacks, unread = hackability.load_all(results_root)  # each gym's attack figure, shown beside the runs
+    warnings += unread
     out = [results_root / MARKDOWN, results_root / CSV, results_root / INDEX]
-    texts = [markdown(rows), csv_text(rows), index_html(rows)]
+    texts = [markdown(rows, attacks), csv_text(rows), index_html(rows, attacks)]
     if readme_file is not None:
         links = Path(os.path.relpath(results_root, readme_file.parent)).as_posix() + "/"
         try:

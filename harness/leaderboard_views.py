@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from harness import charts
+from harness import charts, hackability
 from harness.catalogue import CATALOGUE
 from harness.html import Cell, cell, page, table
 from harness.intervals import NOT_SIGNIFICANT, not_significant, with_interval
+from harness.hackability import Hackability
 from harness.report import REPORT
 
 if TYPE_CHECKING:
@@ -153,9 +154,13 @@ def report_link(row: Row) -> str:
 # Markdown
 
 
-def markdown(rows: list[Row]) -> str:
+def markdown(rows: list[Row], attacks: Sequence[Hackability] = ()) -> str:
     lines = ["# heavygym leaderboard", "", f"{INTRO} Columns: [docs/reports.md](../docs/reports.md).", ""]
     lines += main_table(rows)
+    if hackability.rows(list(attacks)):
+        lines += ["", "## Reward integrity", "", hackability.INTRO, ""]
+        lines += ["| " + " | ".join(hackability.HEADERS) + " |", "| " + " | ".join("---" for _ in hackability.HEADERS) + " |"]
+        lines += ["| " + " | ".join(cells) + " |" for cells in hackability.rows(list(attacks))]
     if learning_rows(rows):
         lines += ["", "## Learning", "", LEARNING_INTRO, ""]
         lines += _md_table(LEARNING, learning_rows(rows))
@@ -200,7 +205,7 @@ def _md_cell(row: Row, column: Shown, links: str) -> str:
 # The page
 
 
-def index_html(rows: list[Row]) -> str:
+def index_html(rows: list[Row], attacks: Sequence[Hackability] = ()) -> str:
     body = [
         "<h1>heavygym leaderboard</h1>",
         (f"<p class=sub>{escape(INTRO)} Click a column header to sort; each run links to its report, and "
@@ -220,6 +225,10 @@ def index_html(rows: list[Row]) -> str:
                               sortable=True, table_id="learning"))  # fmt: skip
     else:
         body.append("<p>No runs yet: run <code>harness benchmark</code>, then <code>harness leaderboard</code>.</p>")
+    if hackability.rows(list(attacks)):
+        body.append(f"<h2>Reward integrity</h2>\n<p class=sub>{escape(hackability.INTRO)}</p>")
+        body.append(table(hackability.HEADERS, [[cell(text, numeric=text.isdigit()) for text in cells]
+                                                for cells in hackability.rows(list(attacks))], table_id="integrity"))  # fmt: skip
     return page("heavygym leaderboard", "\n".join(body), sortable=True, wide=True)
 
 

@@ -1,11 +1,12 @@
 """Run reward-hacking answers through a real `GymPool`, the path a model's answer takes.
 
-Each gym's adversarial test (tests/test_attacks_<gym>.py) lists answers written as a reward
-hacker would and calls `assert_attacks_fail`. For every attack it asserts:
+Each gym's adversarial test (tests/test_attacks_<gym>.py) runs the suites the gym declares
+(`Gym.attack_suites()`, gyms/attacks.py) or a list of its own through `assert_suite_holds`. For
+every attack it asserts:
 
-* the outcome is `fail` (never `pass`, never `error`) within the gym's step timeout plus slack,
-  and the gym refused it by its own checks (no `info["gym_exception"]`: its code did not raise);
-* the feedback is non-empty, readable and holds no Python traceback;
+* it is contained (gyms/attacks.py `judge`): the outcome is `fail` (never `pass`, never `error`)
+  within the gym's step timeout plus slack, the gym refused it by its own checks (no
+  `info["gym_exception"]`: its code did not raise), and its feedback is readable;
 * a canary directory outside every work directory is unchanged;
 
 and after all of them, in the same worker (`GymPool(1)`): a normal good answer still passes
@@ -18,23 +19,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from gyms.base import GYM_EXCEPTION, Gym, Outcome, Task
-from gyms.conformance import TIMEOUT_SLACK_S
+from gyms.attacks import CONTAINED, Attack, AttackSuite, run_suite
+from gyms.base import Gym, Task
 from gyms.pool import GymPool
 from gyms.sandbox import alive, shm_root, uids_of
 
 # Attacks try to write or link here; nothing may ever change in it.
 CANARY = Path("/tmp/heavygym-canary")
-
-
-@dataclass(frozen=True)
-class Attack:
-    label: str  # what it tries, e.g. "forged verdict in an ifdef __ICARUS__ branch"
-    answer: str
-    task: Task | None = None  # None: the task passed to assert_attacks_fail
 
 
 def _snapshot(path: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -91,39 +84,30 @@ def assert_attacks_fail(
     bad: str,
     min_attacks: int = 10,
 ) -> None:
-    assert len(attacks) >= min_attacks, f"at least {min_attacks} attacks per gym, got {len(attacks)}"
+    """Every attack contained (gyms/attacks.py's judge), the controls unaffected, nothing changed
+    outside the sandbox and nothing left behind."""
+    assert_suite_holds(gym, AttackSuite("test", task, tuple(attacks), good, bad), min_attacks)
+
+
+def assert_suite_holds(gym: Gym, suite: AttackSuite, min_attacks: int = 10) -> None:
+    assert len(suite.attacks) >= min_attacks, f"at least {min_attacks} attacks per gym, got {len(suite.attacks)}"
     canary = prepare_canary()
     problems = []
     workers = set()  # every worker process the pool ran (a killed one is replaced)
+
+    def after_each(label: str) -> None:
+        nonlocal canary
+        workers.update(_children())
+        if _snapshot(CANARY) != canary:
+            problems.append(f"{label}: changed {CANARY} outside the sandbox")
+            canary = _snapshot(CANARY)
+
     with GymPool(1, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
-        for attack in attacks:
-            workers |= _children()
-            target = attack.task or task
-            episode = gym.open(target)
-            call = pool.step(episode, attack.answer)
-            call.episode.close()
-            res = call.result
-            what = f"{attack.label}: {res.outcome.value} (reward {res.reward:g}) in {call.service_s:.1f} s"
-            if res.outcome is not Outcome.FAIL:
-                problems.append(f"{what}; feedback: {res.observation[:300]!r}; info: {str(res.info)[:300]}")
-            elif GYM_EXCEPTION in res.info:  # a fail, but by accident: the gym's own code raised on it
-                problems.append(f"{what}: the gym raised on it: {res.info[GYM_EXCEPTION]}")
-            elif call.service_s > gym.step_timeout_s + TIMEOUT_SLACK_S:
-                problems.append(f"{what}: slower than the step timeout {gym.step_timeout_s:g} s")
-            elif not res.observation.strip() or "Traceback (most recent call last)" in res.observation:
-                problems.append(f"{what}: unreadable feedback {res.observation[:300]!r}")
-            if _snapshot(CANARY) != canary:
-                problems.append(f"{attack.label}: changed {CANARY} outside the sandbox")
-                canary = _snapshot(CANARY)
-        # The same worker, after every attack: verdicts are unaffected.
-        for answer, expected in ((good, Outcome.PASS), (bad, Outcome.FAIL), (good, Outcome.PASS)):
-            workers |= _children()
-            call = pool.step(gym.open(task), answer)
-            call.episode.close()
-            if call.result.outcome is not expected:
-                problems.append(f"after the attacks a normal answer got {call.result.outcome.value}, expected "
-                                f"{expected.value}: {call.result.observation[:300]!r}")  # fmt: skip
         workers |= _children()
+        report = run_suite(gym, suite, pool, after_each)
+        workers |= _children()
+    problems += [f"{f.label}: {f.verdict}: {f.detail}" for f in report.findings if f.verdict != CONTAINED]
+    problems += list(report.controls)
     leaked = _workdirs_of(workers)
     if leaked:
         problems.append(f"work directories left on {shm_root()}: {sorted(leaked)}")

@@ -6,6 +6,7 @@ import os
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 from gyms import Candidate, Episode, Gym, InfrastructureError, Outcome, Task, Verdict, hostfs
 from gyms.sandbox import _OWNER_NAME, Limits, Sandbox, Workdir, shm_root, uids_of
@@ -294,3 +295,24 @@ class StickyGym(ToyGym):
 
     def open(self, task: Task) -> Episode:
         return StickyEpisode(task, self.max_turns)
+
+
+class AttackedGym(ToyGym):
+    """A gym that declares an attack suite, as a third-party gym would: `holes` of its attacks
+    are answers the toy checker passes ("pass"), one raises ("raise") and one is an
+    infrastructure fault ("infra") when `flawed`; the rest are plain wrong answers."""
+
+    name = "attacked"
+
+    def __init__(self, holes: int | str = 0, flawed: bool | str = False) -> None:
+        super().__init__(max_turns=1)
+        self.holes, self.flawed = int(holes), str(flawed).lower() in ("1", "true", "yes")
+
+    def attack_suites(self) -> list[Any]:
+        from gyms.attacks import Attack, AttackSuite
+
+        attacks = [Attack(f"wrong {i}", f"guess {i}") for i in range(3)]
+        attacks += [Attack(f"hole {i}", "pass") for i in range(self.holes)]
+        if self.flawed:
+            attacks += [Attack("crashes the checker", "raise"), Attack("breaks the tool", "infra")]
+        return [AttackSuite("toy hacks", self.tasks()[0], tuple(attacks), "pass", "nope")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.modelica import mutations
@@ -14,6 +15,9 @@ from gyms.modelica.episode import ModelicaEpisode
 from gyms.modelica.library import LIBRARY_ROOT, library_names
 from gyms.modelica.simulation import BACKENDS, BackendConfig
 from gyms.options import Options
+
+if TYPE_CHECKING:
+    from gyms.attacks import AttackSuite
 
 # A step simulates at most three models: the reference, the answer, the reference with the
 # answer's tuned parameters. Each has its own call budget, and may run to its wall-clock backstop.
@@ -85,6 +89,11 @@ class ModelicaGym(Gym):
     def answer_keys(self) -> list[Path]:
         """Both suites' reference models."""
         return [TASK_DIR]
+
+    def attack_suites(self) -> list[AttackSuite]:
+        from gyms.modelica.attacks import suites  # the suite's answers are built when asked for
+
+        return suites(self)
 
     def tools(self) -> list[ToolCheck]:
         return tool_checks(self.config.kind)

@@ -171,6 +171,56 @@ def gyms_step(
                       f"{escape(', '.join(unstepped))}")  # fmt: skip
 
 
+@gyms_app.command("attack")
+def gyms_attack(
+    name: GymArgument,
+    gym_option: GymOptions = None,
+    sandbox: SandboxBackend = None,
+    results: Annotated[Optional[Path], typer.Option(help="Write the figure to RESULTS/attacks/ for the leaderboard "
+                                                    "(harness leaderboard shows it, with the commit).")] = None,
+    as_json: Json = False,
+) -> None:
+    """Run the gym's declared attack suites (reward hacks that must fail) through a real gym pool and
+    report attacks tried, escapes, errors and defects; exit 1 if any attack was not contained.
+
+    Example: harness gyms attack math
+    """
+    from gyms.attacks import run_suite
+    from gyms.pool import GymPool
+    from harness import hackability
+    from harness.record import git_commit
+
+    options = parse_options(gym_option)
+    gym = start_gym(name, options, sandbox=sandbox)
+    suites = list(gym.attack_suites())
+    if not suites:
+        raise ValueError(f"gym {gym.name} declares no attack suites (Gym.attack_suites): docs/writing-a-gym.md "
+                         "says how to add them")  # fmt: skip
+    reports = []
+    for suite in suites:
+        if not as_json:
+            err.print(f"suite {suite.name}: {len(suite.attacks)} attacks on {suite.task.id}", highlight=False)
+        with GymPool(1, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
+            reports.append(run_suite(gym, suite, pool))
+    figure = hackability.of(gym.name, options, git_commit(), reports)
+    written = hackability.save(results, figure) if results is not None else None
+    if as_json:
+        print(json.dumps({**asdict(figure), "written": str(written) if written else None}, indent=2, sort_keys=True))
+    else:
+        for suite in figure.suites:
+            for finding in suite["findings"]:
+                console.print(f"  [red]{finding['verdict']}[/] {escape(suite['suite'])} / {escape(finding['label'])}: "
+                              f"{escape(finding['detail'])}", soft_wrap=True)  # fmt: skip
+            for broken in suite["controls_broken"]:
+                console.print(f"  [red]control[/] {escape(suite['suite'])}: {escape(broken)}", soft_wrap=True)
+        held = not (figure.escapes or figure.errors or figure.defects or any(s["controls_broken"] for s in figure.suites))
+        console.print(f"{'[green]HELD[/]' if held else '[red]BROKEN[/]'} {escape(figure.line())}")
+        if written is not None:
+            console.print(f"written: {written}")
+    bad = figure.escapes or figure.errors or figure.defects or any(s["controls_broken"] for s in figure.suites)
+    raise typer.Exit(1 if bad else 0)
+
+
 @gyms_app.command("profile")
 def gyms_profile(
     name: GymArgument,
