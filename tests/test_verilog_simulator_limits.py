@@ -77,9 +77,12 @@ def test_an_input_port_s_default_value_is_named(ports: str, tmp_path: Path) -> N
 
 @needs_icarus
 def test_a_non_ansi_input_default_is_named_and_an_output_s_initial_value_is_not_refused(tmp_path: Path) -> None:
-    non_ansi = f"module {MODULE} (a, y);\n  input a = 1'b1;\n  output y;\n  assign y = a;\nendmodule\n"
+    non_ansi = f"module {MODULE} (a, b, y);\n  input b, a = 1'b1;\n  output y;\n  assign y = a & b;\nendmodule\n"
     assert not icarus_compiles(non_ansi, tmp_path)
-    assert "port `a` is an input with a default value" in precheck(non_ansi, MODULE, simulator="icarus").errors[0]
+    errors = precheck(non_ansi, MODULE, simulator="icarus").errors
+    assert len(errors) == 1 and "port `a` is an input with a default value" in errors[0]
+    plain = non_ansi.replace(" = 1'b1", "")  # declarations of several ports, none with a default
+    assert icarus_compiles(plain, tmp_path) and precheck(plain, MODULE, simulator="icarus").ok
     output = f"module {MODULE} (input a, output reg y = 1'b0);\n  always @* y = a;\nendmodule\n"
     assert icarus_compiles(output, tmp_path) and precheck(output, MODULE, simulator="icarus").ok
 

@@ -249,9 +249,10 @@ def _input_defaults(tree: syntax.SyntaxTree) -> list[tuple[str, str]]:
             written = getattr(node.header, "direction", None)
             if written is not None and written.valueText:
                 direction = written.valueText
+            # A declaration's list holds its declarators and the commas between them.
             declarators = node.declarators if kind == "PortDeclaration" else [node.declarator]
-            found.extend((direction, d.name.valueText) for d in declarators
-                         if d.initializer is not None and direction in ("input", "inout"))  # fmt: skip
+            found.extend((direction, d.name.valueText) for d in declarators if not isinstance(d, parsing.Token)
+                         and d.initializer is not None and direction in ("input", "inout"))  # fmt: skip
         return True
 
     tree.root.visit(visit)
