@@ -5,6 +5,8 @@ and for red-teamers trying a cheat."""
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,18 +49,34 @@ def find_task(gym: Gym, task_id: str, split: str) -> Task:
 
 def read_answer(path: str) -> str:
     """The text of an answer file (`-`: standard input), as the model's answer: UTF-8, with any
-    byte that is not replaced, as a tokenizer's decode would."""
+    byte that is not replaced, as a tokenizer's decode would. Only a regular file is read, at
+    most MAX_FILE_BYTES of it: a FIFO, device or socket could block or never end."""
+    fix = "name a readable file (or - for stdin)"
     try:
         if path == "-":
             data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
         else:
-            with open(path, "rb") as file:
+            _regular(path, os.stat(path).st_mode, fix)  # before open(): opening a FIFO blocks until a writer comes
+            # O_NONBLOCK: a path swapped for a FIFO after the stat still opens at once, and fstat refuses it.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with open(fd, "rb") as file:
+                _regular(path, os.fstat(fd).st_mode, fix)
                 data = file.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        raise StepInputError(f"answer file {path}: {exc.strerror or exc}; name a readable file (or - for stdin)") from None
+        raise StepInputError(f"answer file {path}: {exc.strerror or exc}; {fix}") from None
     if len(data) > MAX_FILE_BYTES:
         raise StepInputError(f"answer file {path} is over {MAX_FILE_BYTES // 2**20} MB: is it the answer?")
     return data.decode("utf-8", errors="replace")
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def _regular(path: str, mode: int, fix: str) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise StepInputError(f"answer file {path} is {kind}, not a regular file; {fix}")
 
 
 def step_answers(gym: Gym, task: Task, answer_files: Sequence[str]) -> tuple[list[SteppedTurn], list[str]]:

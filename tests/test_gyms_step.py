@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
 
 from conftest import harness, with_path
 
 from harness.errors import FAILED
+from harness.gymstep import read_answer
 
 TASK = "rg/basic_arithmetic/0000"  # -1515 / 5 + -( -2842 * -5436 ) * -6892
 
@@ -56,3 +62,29 @@ def test_an_unknown_task_or_an_unreadable_file_is_one_line(tmp_path) -> None:
     assert missing.returncode == FAILED and len(missing.stderr.strip().splitlines()) == 1
     assert f"answer file {tmp_path / 'nope.txt'}: No such file or directory" in missing.stderr
 
+
+
+def test_only_a_regular_file_is_read_and_nothing_hangs(tmp_path) -> None:
+    """A FIFO with no writer would block open() forever, /dev/zero never ends, a socket cannot be
+    read as a file: each is one line and exit 2, at once (the subprocess's timeout fails a hang)."""
+    fifo = tmp_path / "answer.fifo"
+    os.mkfifo(fifo)
+    folder = Path(tempfile.mkdtemp(prefix="hg-", dir="/tmp"))  # a socket's path must be short
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(folder / "s"))
+    try:
+        for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device"),
+                           (folder / "s", "a socket"), (tmp_path, "a directory")):  # fmt: skip
+            done = harness("gyms", "step", "math", "--task", TASK, "--answer-file", str(path), timeout=60)
+            assert done.returncode == FAILED and len(done.stderr.strip().splitlines()) == 1, done.stderr
+            assert f"answer file {path} is {kind}, not a regular file" in done.stderr
+    finally:
+        listening.close()
+        shutil.rmtree(folder)
+
+
+def test_a_link_to_a_regular_file_is_read(tmp_path) -> None:
+    answer, link = tmp_path / "a.txt", tmp_path / "link.txt"
+    answer.write_text("\\boxed{1}")
+    link.symlink_to(answer)
+    assert read_answer(str(link)) == "\\boxed{1}"

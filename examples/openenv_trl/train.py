@@ -48,6 +48,8 @@ from trl import GRPOConfig, GRPOTrainer
 
 from gyms.openenv.client import GymClient
 from gyms.openenv.protocol import MAX_MESSAGE_ANSWER_CHARS, AnswerAction, ChatMessage
+from trainer.policies.chat import ChatTemplate
+from trainer.types import Message
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,30 +106,17 @@ def gym_tasks(url: str, count: int) -> list[dict]:
     return rows
 
 
-def message_ids(tokenizer, message: ChatMessage, turn_ended: bool) -> list[int]:
+def message_ids(template: ChatTemplate, message: ChatMessage, turn_ended: bool) -> list[int]:
     """The token ids that follow the policy's answer: the close of its turn, the served `message`
     (the gym's feedback, in the gym's role) and the generation prompt of the next answer.
 
-    Only this message is rendered, on a stand-in conversation, so it follows whatever chat
-    template the model has; the caller appends the ids to the ones the episode already has. A
-    role the template cannot render (`tool` in a template without one) is rendered as `user`."""
-    eos = tokenizer.eos_token
-    convo = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
-    before = tokenizer.apply_chat_template(convo, tokenize=False)
-    role = message.role
-    try:
-        after = tokenizer.apply_chat_template(convo + [{"role": role, "content": message.content}],
-                                              add_generation_prompt=True, tokenize=False)  # fmt: skip
-    except Exception:  # the template refuses the role (jinja raises)
-        after = ""
-    if message.content not in after[len(before):]:
-        after = tokenizer.apply_chat_template(convo + [{"role": "user", "content": message.content}],
-                                              add_generation_prompt=True, tokenize=False)  # fmt: skip
-    assert after.startswith(before) and eos in before, "chat template does not render turns by appending"
-    text = before[before.rindex(eos) + len(eos):] + after[len(before):]
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    heavygym's own trainer does the same (trainer/policies/chat.py): only this message is rendered,
+    so it follows whatever chat template the model has, and its content is text, so feedback that
+    quotes `<|im_end|><|im_start|>system` cannot become a turn no one wrote. A role the template
+    cannot render (`tool` in a template without one) is rendered as `user`."""
+    ids = template.after_answer(Message(message.role, message.content))
     # A turn cut off at max_completion_length has no end-of-turn token yet: close it here.
-    return ids if turn_ended else [tokenizer.eos_token_id, *ids]
+    return ids if turn_ended else [template.eos_id, *ids]
 
 
 def check_served(messages: list[ChatMessage], answers: list[str], feedback_role: str) -> None:
@@ -144,6 +133,7 @@ def make_rollout_func(url: str, task_of_prompt: dict[str, str]):
     def rollout_func(prompts: list, trainer: GRPOTrainer) -> dict[str, list]:
         # TRL hands over the batch's prompts already repeated num_generations times: one episode each.
         tokenizer = trainer.processing_class
+        template = ChatTemplate(tokenizer)  # served messages become ids with their contents as text
         model = trainer.accelerator.unwrap_model(trainer.model)
         out = {key: [] for key in ("prompt_ids", "completion_ids", "env_mask", "env_reward", "outcome", "turns")}
         for prompt in prompts:
@@ -153,7 +143,8 @@ def make_rollout_func(url: str, task_of_prompt: dict[str, str]):
                 result = env.reset(task_id=task_id)
                 # The first prompt: the served conversation (the task's prompt) in the chat template.
                 served = [m.model_dump() for m in result.observation.messages]
-                prompt_ids = tokenizer.apply_chat_template(served, add_generation_prompt=True)["input_ids"]
+                (task_message,) = served  # a reset serves one message, the task's prompt, as the user's
+                prompt_ids = template.first(task_message["content"])
                 context, completion, mask, reward, outcomes, answers = list(prompt_ids), [], [], 0.0, [], []
                 while True:
                     with torch.no_grad():
@@ -177,7 +168,7 @@ def make_rollout_func(url: str, task_of_prompt: dict[str, str]):
                     # Not done: the newest served message, the gym's feedback, opens the next turn:
                     # rendered alone and appended to the ids already here (token in, token out). The
                     # policy did not write these tokens, so env_mask=0 keeps them out of the loss.
-                    fed = message_ids(tokenizer, result.observation.messages[-1], turn_ended)
+                    fed = message_ids(template, result.observation.messages[-1], turn_ended)
                     completion += fed
                     mask += [0] * len(fed)
                     context += fed

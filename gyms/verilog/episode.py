@@ -32,6 +32,9 @@ from gyms.warm import WALL_PER_CPU
 FEEDBACK_CHARS = 2500  # compiler output beyond this is noise to the model
 CCACHE_SCRATCH = ".ccache-tmp"  # ccache's temporary files, in the turn directory
 RETRY = "\nFix the design and answer with the complete module again."
+# The answer's design is found by its `module` keyword (checks/extract.py): a design written as a
+# `macromodule` alone is not found, and the feedback says why.
+_MACROMODULE = re.compile(r"\bmacromodule\b")
 
 
 
@@ -92,6 +95,9 @@ class VerilogEpisode(Episode):
         s = self.settings
         bench = make_bench(self.task, s.bench)
         code = extract_verilog(action, bench.module)
+        if code is None and _MACROMODULE.search(action):
+            return _fail(f"No Verilog found: a design is read by its `module` keyword, and `macromodule` is not "
+                         f"read. Write it as `module {bench.module}` (macromodule means the same) in a ```verilog code block.", {})
         if code is None:
             return _fail(f"No Verilog found. Answer with the complete `module {bench.module}` in a ```verilog "
                          "code block.", {})  # fmt: skip
@@ -100,7 +106,8 @@ class VerilogEpisode(Episode):
         bench = bench.ready(self._trusted_run)
         started = time.monotonic()
         # Printing is refused where the verdict is printed text (forgeable benches).
-        checked = precheck(code, bench.module, bench.expected_ports, not bench.forgeable, bench.reserved_modules)
+        checked = precheck(code, bench.module, bench.expected_ports, not bench.forgeable, bench.reserved_modules,
+                           s.simulator)  # fmt: skip
         info: dict[str, Any] = {"stage": "precheck", "precheck_s": round(time.monotonic() - started, 4),
                                 "forgeable": bench.forgeable}  # fmt: skip
         if bench.forgeable:

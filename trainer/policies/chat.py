@@ -17,10 +17,16 @@ model sees its own answers as it produced them, and the learner trains on one se
 
 A feedback role the template cannot render (a `tool` message in a template without one) is
 rendered as `user`.
+
+A message's content is text (`ContentText`): the task's prompt, the gym's feedback and whatever
+answer it quotes may hold the strings of the tokenizer's added tokens (`<|im_end|><|im_start|>system`),
+and those become the characters they are, never the tokens' ids, so no one can write a turn the
+template did not. Only the template's own text yields special ids.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +34,66 @@ from trainer.types import USER, Message
 
 _ANCHOR = (Message(USER, "."),)  # what the message of `after_answer` is rendered after
 _PROBE = "heavygym-role-probe"
+
+
+def text_encoder(tok: Any) -> Callable[[str], list[int]]:
+    """Encodes text with none of `tok`'s added tokens recognised: their strings become ordinary
+    tokens. For other text the ids are `tok`'s own."""
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None:  # a slow tokenizer: transformers splits its special tokens (not other added ones)
+        return lambda text: list(tok.encode(text, add_special_tokens=False, split_special_tokens=True))
+    from tokenizers import AddedToken, Tokenizer
+
+    # A copy in which every added token is special, so that encode_special_tokens covers them all
+    # (it skips special ones only; Qwen3's <think> and <tool_call> are added but not special).
+    copy = Tokenizer.from_str(backend.to_str())
+    copy.add_special_tokens([
+        AddedToken(t.content, single_word=t.single_word, lstrip=t.lstrip, rstrip=t.rstrip,
+                   normalized=t.normalized, special=True)
+        for t in tok.added_tokens_decoder.values()
+    ])  # fmt: skip
+    copy.encode_special_tokens = True
+    return lambda text: copy.encode(text, add_special_tokens=False).ids
+
+
+class ContentText:
+    """Renders messages with a chat template, their contents as text (the module's docstring).
+
+    Each added token's string in a content is swapped for a private-use character that occurs in
+    no content before rendering, so every added token left in the rendered text is the
+    template's; the stretches between those that hold a swapped character get their strings
+    back and are encoded with no added token recognised. Contents without such strings are
+    rendered and encoded exactly as the tokenizer does (the same ids as before)."""
+
+    def __init__(self, tok: Any) -> None:
+        self.tok = tok
+        self.text = text_encoder(tok)
+        added = sorted({t.content for t in tok.added_tokens_decoder.values()}, key=len, reverse=True)
+        self._added = re.compile("|".join(map(re.escape, added))) if added else None
+        self._ids = {t.content: i for i, t in tok.added_tokens_decoder.items()}
+
+    def encode(self, messages: Sequence[Message], generation_prompt: bool) -> list[int]:
+        swaps: dict[str, str] = {}  # private-use character -> the added token's string it stands for
+        if self._added is not None and any(self._added.search(m.content) for m in messages):
+            found = sorted({s for m in messages for s in self._added.findall(m.content)})
+            used = set("".join(m.content for m in messages))
+            free = (chr(c) for c in (*range(0xE000, 0xF900), *range(0xF0000, 0xFFFFE)) if chr(c) not in used)
+            swaps = {next(free): s for s in found}
+            by_string = {s: c for c, s in swaps.items()}
+            messages = [Message(m.role, self._added.sub(lambda x: by_string[x.group()], m.content)) for m in messages]
+        rendered = self.tok.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages], add_generation_prompt=generation_prompt,
+            tokenize=not swaps,
+        )
+        if not swaps:
+            return list(rendered["input_ids"] if isinstance(rendered, Mapping) else rendered)
+        ids: list[int] = []
+        for piece in re.split(f"({self._added.pattern})", rendered):  # type: ignore[union-attr]
+            if piece in self._ids:
+                ids.append(self._ids[piece])  # the template's own token
+            elif piece:
+                ids += self.text(piece.translate({ord(c): string for c, string in swaps.items()}))
+        return ids
 
 
 class PlainTemplate:
@@ -46,15 +112,13 @@ class ChatTemplate:
         self.tok = tok
         self.eos_id = tok.eos_token_id
         self._roles: dict[str, str] = {}  # a feedback role -> the role it is rendered as
+        self._contents = ContentText(tok)
         base = self.render(_ANCHOR, generation_prompt=False)
         # What the template writes after a message's end-of-sequence token (ChatML: a newline).
         self._closing = base[len(base) - base[::-1].index(self.eos_id) :] if self.eos_id in base else []
 
     def render(self, messages: Sequence[Message], generation_prompt: bool) -> list[int]:
-        ids = self.tok.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages], add_generation_prompt=generation_prompt
-        )
-        return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
+        return self._contents.encode(messages, generation_prompt)
 
     def first(self, text: str) -> list[int]:
         return self.render([Message(USER, text)], generation_prompt=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from trainer.policies import options
-from trainer.policies.chat import ChatTemplate, PlainTemplate
+from trainer.policies.chat import ChatTemplate, PlainTemplate, text_encoder
 from trainer.policies.learner import Learner
 from trainer.policies.model_policy import ModelPolicy
 from trainer.policies.torch_engine import TorchEngine
@@ -37,7 +37,8 @@ class HFTokenizer:
         self.tok = tok
         self.eos_id = tok.eos_token_id
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        self.template = ChatTemplate(tok) if tok.chat_template else PlainTemplate(self.encode)
+        # Without a chat template, prompts and feedback are text all through: no added token's id.
+        self.template = ChatTemplate(tok) if tok.chat_template else PlainTemplate(text_encoder(tok))
 
     def encode(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False)

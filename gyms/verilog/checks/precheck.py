@@ -78,6 +78,12 @@ ELABORATE_MEMORY_MB = 512
 ELABORATE_WALL_S = 3 * ELABORATE_CPU_S + 1
 TOO_COSTLY = "the design is too large or too slow to elaborate ({}); simplify it."
 
+# Icarus 11's lexer (flex with REJECT) cannot grow its 16 KiB buffer: a token of more characters
+# stops the compile with "input buffer overflow" (measured: docs/gyms/verilog.md). Icarus also
+# refuses a default value on an input or inout port ("syntax error"), which slang accepts.
+ICARUS_MAX_TOKEN_CHARS = 16382
+ICARUS = "icarus"
+
 
 def precheck(
     source: str,
@@ -85,26 +91,31 @@ def precheck(
     expected: Sequence[PortSpec] | None = None,
     allow_printing: bool = True,
     reserved: Collection[str] = (),
+    simulator: str | None = None,
 ) -> Precheck:
     """Check `source` (the candidate alone), elaborating `module` as the top.
 
     `reserved` names the testbench's own modules: a design that redefined one (say, the
-    reference model of a benchmark) could replace it, so that is refused.
+    reference model of a benchmark) could replace it, so that is refused. `simulator`: the one
+    that will compile the design; its known limits are checked here, so that the feedback
+    names them (None: no simulator's).
     """
     require_pyslang()
-    screened = screen(source, ALLOWED_SYSTEM_NAMES | PRINTING if allow_printing else ALLOWED_SYSTEM_NAMES)
+    icarus = simulator == ICARUS
+    allowed = ALLOWED_SYSTEM_NAMES | PRINTING if allow_printing else ALLOWED_SYSTEM_NAMES
+    screened = screen(source, allowed, ICARUS_MAX_TOKEN_CHARS if icarus else None)
     if screened:
         return Precheck(tuple(screened))
     expected = tuple(expected) if expected is not None else None
     try:
-        return call_limited(_elaborate, source, module, expected, frozenset(reserved), cpu_s=ELABORATE_CPU_S,
+        return call_limited(_elaborate, source, module, expected, frozenset(reserved), icarus, cpu_s=ELABORATE_CPU_S,
                             memory_mb=ELABORATE_MEMORY_MB, wall_s=ELABORATE_WALL_S)  # fmt: skip
     except LimitExceeded as exc:
         return Precheck((TOO_COSTLY.format(exc),))
 
 
 def _elaborate(
-    source: str, module: str, expected: Sequence[PortSpec] | None, reserved: Collection[str]
+    source: str, module: str, expected: Sequence[PortSpec] | None, reserved: Collection[str], icarus: bool = False
 ) -> Precheck:
     """pyslang's parse and elaboration of the candidate (in the limited child)."""
     options = parsing.PreprocessorOptions()
@@ -115,7 +126,7 @@ def _elaborate(
     bag = pyslang.Bag([options, compile_options])
     sources = pyslang.SourceManager()
     try:
-        return _compile(source, module, expected, reserved, bag, sources)
+        return _compile(source, module, expected, reserved, bag, sources, icarus)
     except RuntimeError as exc:  # slang gives up on input it cannot handle (limits of its own)
         return Precheck((f"the design could not be parsed ({exc or 'too complex'}); simplify it.",))
 
@@ -127,11 +138,17 @@ def _compile(
     reserved: Collection[str],
     bag: pyslang.Bag,
     sources: pyslang.SourceManager,
+    icarus: bool = False,
 ) -> Precheck:
     tree = syntax.SyntaxTree.fromText(source, sources, DESIGN_FILE, "", bag)
     clashes = sorted(_declared_names(tree) & set(reserved))
     if clashes:
         return Precheck((f"module name {', '.join(clashes)} is used by the testbench; rename your module.",))
+    defaults = _input_defaults(tree) if icarus else []
+    if defaults:
+        return Precheck(tuple(f"port `{name}` is an {direction} with a default value, which Icarus Verilog (the "
+                              f"simulator here) rejects; drop the `= ...` and drive it from outside."
+                              for direction, name in defaults[:MAX_MESSAGES]))  # fmt: skip
     compilation = ast.Compilation(bag)
     compilation.addSyntaxTree(tree)
     diagnostics = [d for d in compilation.getAllDiagnostics() if d.isError()]
@@ -213,6 +230,33 @@ def _declared_names(tree: syntax.SyntaxTree) -> set[str]:
 
     tree.root.visit(visit)
     return names
+
+
+def _input_defaults(tree: syntax.SyntaxTree) -> list[tuple[str, str]]:
+    """(direction, name) of each input or inout port declared with a default value, in any
+    module: ANSI (`input a = 1'b0`, a port without a direction taking the previous one's) or not."""
+    found: list[tuple[str, str]] = []
+    direction = ""
+
+    def visit(node: object) -> bool:
+        nonlocal direction
+        if isinstance(node, parsing.Token):
+            return True
+        kind = node.kind.name
+        if kind == "AnsiPortList":
+            direction = ""
+        elif kind in ("ImplicitAnsiPort", "PortDeclaration"):
+            written = getattr(node.header, "direction", None)
+            if written is not None and written.valueText:
+                direction = written.valueText
+            # A declaration's list holds its declarators and the commas between them.
+            declarators = node.declarators if kind == "PortDeclaration" else [node.declarator]
+            found.extend((direction, d.name.valueText) for d in declarators if not isinstance(d, parsing.Token)
+                         and d.initializer is not None and direction in ("input", "inout"))  # fmt: skip
+        return True
+
+    tree.root.visit(visit)
+    return found
 
 
 def _uses_dpi(tree: syntax.SyntaxTree) -> bool:

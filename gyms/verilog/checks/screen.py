@@ -18,7 +18,10 @@ in, skipping only comments and string literals, and refuses:
 * strings that do not end on their line, triple-quoted strings, unterminated comments,
   control characters and non-ASCII text outside comments and strings;
 * nesting deeper than MAX_DEPTH and statements longer than MAX_STATEMENT_TOKENS, which no
-  design needs and which make pyslang recurse until it crashes, or slow down quadratically.
+  design needs and which make pyslang recurse until it crashes, or slow down quadratically;
+* where the caller names a simulator's lexer limit (`max_token_chars`), a token longer than it,
+  as that lexer measures one: an identifier, a number's size and its base and digits, a string
+  from its opening quote, a // comment from its slashes (Icarus: docs/gyms/verilog.md).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ _DIGITS = {
 _SPACE = " \t\r\n"
 
 
-def screen(source: str, allowed_system_names: Collection[str]) -> list[str]:
+def screen(source: str, allowed_system_names: Collection[str], max_token_chars: int | None = None) -> list[str]:
     """Problems found (one line each, at most MAX_PROBLEMS); empty when the text is clean."""
     problems: list[str] = []
     tokens: list[tuple[str, str, int]] = []  # (kind, text, line) of significant tokens
@@ -60,6 +63,11 @@ def screen(source: str, allowed_system_names: Collection[str]) -> list[str]:
     def refuse(message: str) -> None:
         if message not in problems:
             problems.append(message)
+
+    def measure(what: str, length: int) -> None:
+        if max_token_chars is not None and length > max_token_chars:
+            refuse(f"line {line}: {what} is {length:,} characters long; the simulator's lexer takes at most "
+                   f"{max_token_chars:,} characters in one token: shorten it.")  # fmt: skip
 
     while i < n and len(problems) < MAX_PROBLEMS:
         c = source[i]
@@ -73,6 +81,7 @@ def screen(source: str, allowed_system_names: Collection[str]) -> list[str]:
             end = n if end < 0 else end
             if source[i:end].rstrip("\r").endswith("\\"):
                 refuse(f"line {line}: a // comment may not end in a backslash.")
+            measure("a // comment", end - i)
             i = end
         elif source.startswith("/*", i):
             end = source.find("*/", i + 2)
@@ -89,6 +98,7 @@ def screen(source: str, allowed_system_names: Collection[str]) -> list[str]:
             if end >= n or source[end] != '"':
                 refuse(f"line {line}: a string literal must end on the line it starts.")
                 break
+            measure("a string literal", end - i)  # the opening quote and the text, as Icarus counts
             tokens.append(("string", "", line))
             i = end + 1
         elif c == "`":
@@ -114,10 +124,16 @@ def screen(source: str, allowed_system_names: Collection[str]) -> list[str]:
             word = _IDENT.match(source, i).group(0)
             if word in FORBIDDEN_KEYWORDS:
                 refuse(f"line {line}: `{word}` is not allowed in a design here.")
+            measure("an identifier", len(word))
             tokens.append(("ident", word, line))
             i += len(word)
         elif c.isdigit() or (c == "'" and _BASE.match(source, i)):
-            i = _number_end(source, i)
+            end = _number_end(source, i)
+            # A lexer reads a sized number's size and its base with digits as two tokens.
+            tick = source.find("'", i, end)
+            size = len(source[i:tick].rstrip(" \t")) if tick >= 0 else end - i
+            measure("a number", max(size, end - tick if tick >= 0 else 0))
+            i = end
             tokens.append(("number", "", line))
         elif c.isascii() and c.isprintable():
             tokens.append(("punct", c, line))
