@@ -47,6 +47,10 @@
 * A pool that spans nodes: `remote_gym_workers` of the workers pay `dispatch_s` per step (the Ray
   round trip, harness/sim/queue.py), counted as their busy time. Fates' gym seconds are service alone.
 
+* What a published system does, where a user states it: `pause_engines_on_update` (disaggregated
+  engines hold their call in progress for the weight load and start none during it) and
+  `group_start_interval_s` (a rollout worker starts at most one group per interval).
+
 Events: an engine call ends, an episode's gym step ends, a training step ends. FIFO queue waits
 need no events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds; the
 cost-aware priority queue starts each waiting step when a step ends, at that step's event.
