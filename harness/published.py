@@ -55,6 +55,12 @@ class Setup:
     idle_statistic: dict[str, str]  # per mode: one of STATISTICS
     steps: int = 40
     seeds: int = 3
+    # What the source's system does that a user states (SimConfig's options of the same names): its
+    # disaggregated rollout engines pause while update_weights loads new weights; its rollout worker
+    # starts at most one new group per this many seconds
+    pause_engines_on_update: bool = False
+    group_start_interval_s: float = 0.0
+    model_note: str = ""  # why those options, from the source
 
 
 def names() -> list[str]:
@@ -98,6 +104,10 @@ def _check(setup: Setup, path: Path) -> None:
         raise bad("response_mean must be positive and at most response_max")
     if not {"citation", "url"} <= set(setup.source):
         raise bad("source needs citation and url")
+    if setup.pause_engines_on_update and setup.placement != "disaggregated":
+        raise bad("pause_engines_on_update is for disaggregated placement")
+    if not setup.group_start_interval_s >= 0:
+        raise bad("group_start_interval_s must be 0 or more seconds")
 
 
 @dataclass(frozen=True)
@@ -133,7 +143,9 @@ def predict(setup: Setup) -> dict[str, Any]:
                                group_size=setup.group_size, max_staleness=setup.max_staleness,
                                rollout_threads=setup.rollout_groups if mode == "async" else None,
                                engines=setup.engines, trainers=setup.trainers, placement=setup.placement,
-                               gym_workers=setup.batch_groups * setup.group_size, seed=seed)  # fmt: skip
+                               gym_workers=setup.batch_groups * setup.group_size, seed=seed,
+                               pause_engines_on_update=setup.pause_engines_on_update,
+                               group_start_interval_s=setup.group_start_interval_s)  # fmt: skip
             result = simulate(card, stages, config)
             summary = summarize(result)
             measured = result.steps[1:]

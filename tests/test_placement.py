@@ -24,7 +24,7 @@ class GatedReplay(ReplayPolicy):
     """Holds a training step open until a rollout thread asks for a generation while it trains
     (once per run), so every run below has generation that wants the accelerator during
     training. `asked` is set when an engine call asks for the accelerator during training
-    (colocated: it then has to wait), `overlapped` when an engine call runs during training."""
+    (colocated: it then has to wait), `overlapped` when an engine call ends during training."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -37,10 +37,10 @@ class GatedReplay(ReplayPolicy):
             self.asked.set()
         return super().accelerator()
 
-    def _run_engine_call(self, response_tokens, version):
-        if self.training.is_set():
+    def _record_engine_call(self, start, end, version):
+        if self.training.is_set():  # the call ended (inside its hold of the accelerator) during training
             self.overlapped.set()
-        return super()._run_engine_call(response_tokens, version)
+        return super()._record_engine_call(start, end, version)
 
     def train_step(self, groups):
         self.training.set()

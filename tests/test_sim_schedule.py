@@ -375,3 +375,54 @@ def test_the_plan_keeps_fifo_where_cost_aware_idles_more():
     fifo, aware = p.schedules["fifo"], p.schedules["cost-aware"]
     assert aware["idle"] > max(p.target_idle, fifo["idle"]) and p.recommended_schedule == "fifo"
     assert any(line.startswith("schedule: fifo (") for line in details(p))
+
+
+# -- what a published system does that a user states (SimConfig) ------------------------------
+
+
+def _one_turn_card():
+    from harness.costcard import CostCard
+    from harness.sim.distribution import Distribution
+
+    return CostCard("toy", "test", {}, Distribution.constant(0.0), (1.0,), 0.0, 0.0, workers=1, calls=0)
+
+
+def _slow_update_stages():
+    from harness.sim.distribution import Distribution
+    from harness.sim.stages import Stages
+
+    # a response of 4 s, training 1 s then 3 s of update_weights: generation outlasts training
+    return Stages("test", 0.0, Distribution.constant(4.0), Distribution.constant(1.0), 0.0, Distribution.constant(3.0))
+
+
+def test_engines_that_pause_for_the_weight_load_generate_that_much_slower():
+    """Async, rollout-bound: a step's generation is 4 s; training (1 s, then 3 s of update) runs
+    beside it. The engines paused for the 3 s load add those seconds to the call in progress."""
+    from harness.sim.pipeline import SimConfig, simulate
+
+    base = SimConfig(mode="async", steps=12, batch_groups=1, group_size=1, gym_workers=1,
+                     placement="disaggregated", rollout_threads=1)  # fmt: skip
+    steps = {}
+    for pause in (False, True):
+        result = simulate(_one_turn_card(), _slow_update_stages(), replace(base, pause_engines_on_update=pause))
+        steps[pause] = [s.step_time for s in result.steps[2:]]
+    assert steps[False] == pytest.approx([4.0] * len(steps[False]))  # generation back to back, no pause
+    # one call a step, started at the previous call's end: 1 s of training, then the 3 s load holds it
+    assert steps[True] == pytest.approx([7.0] * len(steps[True]))
+    with pytest.raises(ValueError, match="disaggregated"):
+        replace(base, placement="colocated", pause_engines_on_update=True)
+
+
+def test_a_rollout_worker_starts_at_most_one_group_per_interval():
+    from harness.sim.pipeline import SimConfig, _Simulation
+
+    config = SimConfig(mode="sync", steps=2, batch_groups=4, group_size=1, gym_workers=4,
+                       placement="disaggregated", group_start_interval_s=1.0)  # fmt: skip
+    sim = _Simulation(_one_turn_card(), _slow_update_stages(), config)
+    starts = []
+    ask = sim._ask
+    sim._ask = lambda now, episode: (starts.append(now), ask(now, episode))
+    sim.run()
+    assert starts[:4] == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="group-start-interval-s"):
+        replace(config, group_start_interval_s=-1.0)

@@ -373,3 +373,33 @@ def test_colocated_placement_takes_generation_and_training_in_turn():
         SimConfig(engines=2, placement="colocated")
     with pytest.raises(ValueError, match="colocated or disaggregated"):
         SimConfig(placement="shared")
+
+
+def test_a_replay_run_and_its_simulation_charge_latency_bound_generation_alike():
+    """A profile with a per-sequence rate: a sync step's requests arrive together, the first
+    starts a latency-bound call and the others join it, in the replay policy's threaded engine as
+    in the simulator's, so each step is one call as long as its longest response alone. Without
+    joining the replay run would make two calls a step, the second as long again."""
+    from gyms.pool import GymPool
+    from trainer.pipeline import RunConfig, run
+    from trainer.policies.replay import ReplayPolicy
+    from harness.sim.stages import from_profile
+
+    profile = HardwareProfile("latency-bound", "test", generate_s_per_token=1e-5, train_s_per_token=1e-6,
+                              update_weights_s=0.01, response_tokens=100, prompt_tokens=10,
+                              decode_s_per_token=5e-3)  # fmt: skip
+    gym = ToyGym(max_turns=1, tasks=4)
+    policy = ReplayPolicy(gym, profile, seed=0, placement="disaggregated")
+    with GymPool(workers=8, step_timeout_s=5.0) as pool:
+        real = run(gym, policy, pool, RunConfig(mode="sync", steps=4, batch_groups=2, group_size=4))
+    # after the warm-up step (threads starting), one call a step: every request joined the first's
+    warm = real.steps[0].end
+    assert sum(s.start >= warm for s in real.timeline.select("rollout", "generate")) == len(real.steps) - 1
+    measured = summarize(real)["stage_per_step"]["generate"]
+    config = SimConfig(mode="sync", steps=4, batch_groups=2, group_size=4, gym_workers=8, placement="disaggregated")
+    simulated = statistics.fmean(
+        summarize(simulate(card(Distribution.constant(0.001)), from_profile(profile), replace(config, seed=s)))
+        ["stage_per_step"]["generate"] for s in range(20))  # fmt: skip
+    # the longest of 8 responses of U(50, 150) tokens at 5 ms: about 0.69 s; two calls would be 1.2 s
+    assert simulated == pytest.approx(measured, rel=0.25)
+    assert 0.6 < simulated < 0.75

@@ -201,6 +201,7 @@ def test_sync_never_overlaps_generation_or_gym_work_with_training(pool, placemen
 
 def test_a_failed_engine_call_fails_every_request_it_took() -> None:
     import contextlib
+    import itertools
 
     from trainer.policies.batching import BatchingEngine
 
@@ -208,17 +209,18 @@ def test_a_failed_engine_call_fails_every_request_it_took() -> None:
     calls: list[int] = []
 
     @contextlib.contextmanager
-    def hold():  # the accelerator: the runner holds it while the follower joins the batch
+    def hold():  # the accelerator: the runner holds it while the follower queues for the batch
         holding.set()
         go.wait()
         yield
 
-    def call(tokens: int, version: int) -> None:
-        calls.append(tokens)
+    def record(start: float, end: float, version: int) -> None:
+        calls.append(version)
         if len(calls) == 1:
             raise RuntimeError("the engine broke")
 
-    engine = BatchingEngine(hold, call)
+    ticks = itertools.count(0, 100)  # each reading of the clock is 100 s later: no call waits
+    engine = BatchingEngine(hold, record, clock=lambda: float(next(ticks)))
     outcomes: dict[str, str] = {}
 
     def ask(name: str) -> None:
@@ -239,5 +241,113 @@ def test_a_failed_engine_call_fails_every_request_it_took() -> None:
     go.set()
     runner.join()
     follower.join()
-    assert calls == [10]  # one call took both requests
+    assert calls == [0]  # one call took both requests
     assert outcomes == {"runner": "the engine broke", "follower": "the engine broke"}
+
+
+class ManualClock:
+    """Time moves only when the test moves it; the engine's runner is told (`wake`)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.engine = None
+
+    def __call__(self) -> float:
+        return self.now
+
+    def to(self, t: float) -> None:
+        self.now = t
+        self.engine.wake()
+
+
+def _engine(clock: ManualClock, closed: Callable[[], bool] = lambda: False):
+    import contextlib
+
+    from trainer.policies.batching import BatchingEngine
+
+    records: list[tuple[float, float, int]] = []
+    engine = BatchingEngine(contextlib.nullcontext, lambda s, e, v: records.append((s, e, v)), 0.0, closed=closed,
+                            clock=clock)  # fmt: skip
+    clock.engine = engine
+    return engine, records
+
+
+def _asking(engine, seconds: float, version: int, decode_s: float) -> threading.Thread:
+    thread = threading.Thread(target=engine.serve, args=(seconds, version, decode_s))
+    thread.start()
+    return thread
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():  # a state the engine reaches, not a time
+        assert time.monotonic() < deadline, "the engine never got there"
+        time.sleep(0.001)
+
+
+def test_a_request_joins_a_latency_bound_call_and_pushes_its_end_out() -> None:
+    clock = ManualClock()
+    engine, records = _engine(clock)
+    first = _asking(engine, 1.0, 0, 10.0)  # latency-bound: 10 s alone against 1 s of a full batch
+    _until(lambda: engine._batch is not None)
+    clock.to(4.0)
+    second = _asking(engine, 1.0, 1, 10.0)
+    _until(lambda: len(engine._batch or []) == 2)  # joined the call in progress
+    clock.to(10.0)  # the first request's decode is done, the second's is not: the call goes on
+    assert first.is_alive() and not records
+    clock.to(14.0)
+    first.join()
+    second.join()
+    assert records == [(0.0, 14.0, 1)]  # one call, one span, to the last joined decode's end
+
+
+def test_a_request_waits_for_the_next_call_when_the_call_is_throughput_bound() -> None:
+    clock = ManualClock()
+    engine, records = _engine(clock)
+    first = _asking(engine, 10.0, 0, 1.0)  # a full engine: 10 s of batch, 1 s alone
+    _until(lambda: engine._batch is not None)
+    clock.to(4.0)
+    second = _asking(engine, 2.0, 1, 8.0)
+    _until(lambda: len(engine._waiting) == 1)
+    clock.to(10.0)
+    first.join()
+    _until(lambda: engine._batch is not None and engine._start == 10.0)  # the second runs the next call
+    clock.to(18.0)
+    second.join()
+    assert records == [(0.0, 10.0, 0), (10.0, 18.0, 1)]
+
+
+def test_no_request_joins_once_training_has_claimed_the_accelerator() -> None:
+    clock = ManualClock()
+    claimed = threading.Event()
+    engine, records = _engine(clock, closed=claimed.is_set)
+    first = _asking(engine, 1.0, 0, 10.0)
+    _until(lambda: engine._batch is not None)
+    claimed.set()  # colocated: training asked for the accelerator during the call
+    clock.to(4.0)
+    second = _asking(engine, 1.0, 1, 10.0)
+    _until(lambda: len(engine._waiting) == 1)
+    clock.to(10.0)
+    first.join()
+    _until(lambda: engine._batch is not None and engine._start == 10.0)
+    clock.to(20.0)
+    second.join()
+    assert records == [(0.0, 10.0, 0), (10.0, 20.0, 1)]
+
+
+def test_the_accelerator_says_when_a_stage_waits_behind_its_holder() -> None:
+    from trainer.policies.base import Accelerator
+
+    accelerator = Accelerator()
+
+    def trainer() -> None:
+        with accelerator:
+            pass
+
+    with accelerator:
+        assert not accelerator.claimed()
+        waiting = threading.Thread(target=trainer)
+        waiting.start()
+        _until(accelerator.claimed)
+    waiting.join()
+    assert not accelerator.claimed()

@@ -57,6 +57,13 @@ class BatchingEngine(Generic[R]):
         self.busy += seconds
         return self.end
 
+    def hold(self, seconds: float) -> None:
+        """The call in progress stops decoding for `seconds` (the engine loads new weights): it
+        ends that much later, and so does its requests' decoding; the pause is not busy time."""
+        self.end += seconds
+        self.decode_end += seconds
+        self.start_at += seconds  # its throughput-bound end moves with it
+
     def finish(self) -> list[R]:
         """The call in progress ended: the requests it answers."""
         batch, self.batch = self.batch, None

@@ -47,6 +47,10 @@
 * A pool that spans nodes: `remote_gym_workers` of the workers pay `dispatch_s` per step (the Ray
   round trip, harness/sim/queue.py), counted as their busy time. Fates' gym seconds are service alone.
 
+* What a published system does, where a user states it: `pause_engines_on_update` (disaggregated
+  engines hold their call in progress for the weight load and start none during it) and
+  `group_start_interval_s` (a rollout worker starts at most one group per interval).
+
 Events: an engine call ends, an episode's gym step ends, a training step ends. FIFO queue waits
 need no events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds; the
 cost-aware priority queue starts each waiting step when a step ends, at that step's event.
@@ -79,7 +83,7 @@ from trainer.rules.schedule import DEFAULT_SCHEDULE, slow_first, step_priority
 from trainer.timeline import Timeline
 from trainer.types import Fate
 
-CALL_ENDED, STEPPED, TRAINED = 0, 1, 2
+CALL_ENDED, STEPPED, TRAINED, STARTS, PAUSED, RESUMED = 0, 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,12 @@ class SimConfig:
     # the trainer's, and a step there costs dispatch_s on top of its service (None: DISPATCH_S, measured)
     remote_gym_workers: int = 0
     dispatch_s: float | None = None
+    # A rollout worker that starts at most one new group per this many seconds (slime's fully async
+    # worker sleeps 1 s after each start); 0: every group admission allows starts at once
+    group_start_interval_s: float = 0.0
+    # Disaggregated: the rollout engines pause while update_weights loads the new weights into them
+    # (slime's engines do): a call in progress is held for the load, and none starts during it
+    pause_engines_on_update: bool = False
 
     def __post_init__(self) -> None:
         self.run_config(self.steps)  # RunConfig's checks
@@ -128,6 +138,12 @@ class SimConfig:
                              f"got {self.remote_gym_workers}")  # fmt: skip
         if self.dispatch_s is not None and not 0 <= self.dispatch_s < math.inf:
             raise ValueError(f"--dispatch-s must be a number of seconds, 0 or more, got {self.dispatch_s}")
+        if not 0 <= self.group_start_interval_s < math.inf:
+            raise ValueError(f"--group-start-interval-s must be a number of seconds, 0 or more, "
+                             f"got {self.group_start_interval_s}")  # fmt: skip
+        if self.pause_engines_on_update and self.placement != "disaggregated":
+            raise ValueError("--pause-engines-on-update is for disaggregated placement: colocated engines "
+                             "never run during update_weights")  # fmt: skip
         if self.duration_s is not None and self.duration_s <= 0:
             raise ValueError(f"--duration-s must be positive, got {self.duration_s}")
         if self.placement == "colocated" and self.engines != self.trainers:
@@ -244,6 +260,9 @@ class _Simulation:
         self.tracked = self.tasks is not None or self.queue is not None
         self.engines = [BatchingEngine[_Episode](stages.generate_call_s) for _ in range(config.engines)]
         self.accelerator_free = 0.0  # colocated: when training lets go of the accelerator
+        self.paused_until = 0.0  # pause_engines_on_update: the engines load weights until then
+        self.next_start = 0.0  # group_start_interval_s: the earliest the next group may start
+        self.starts_due = False  # a STARTS event is in the heap
         self.events: list[tuple[float, int, int, Any]] = []  # (time, tie-break, kind, payload)
         self.seq = itertools.count()
         self.free_threads = run_config.threads
@@ -295,8 +314,15 @@ class _Simulation:
                         heappush(events, (serve(now, step_s), next(seq), STEPPED, answered))
                     elif (end := queue.arrive(now, answered.group.priority, step_s, answered)) is not None:
                         heappush(events, (end, next(seq), STEPPED, answered))
-                if engine.waiting and now >= self.accelerator_free:
+                if engine.waiting and now >= self.accelerator_free and now >= self.paused_until:
                     heappush(events, (engine.start(now), next(seq), CALL_ENDED, engine))
+            elif kind == STARTS:
+                self.starts_due = False
+                self._start_groups(now)
+            elif kind == PAUSED:
+                self._pause(now, payload)
+            elif kind == RESUMED:
+                self._resume(now)
             elif self._trained(now, payload):
                 return self._result(now)
         raise ValueError("the simulated pipeline is stuck: fewer rollout threads than batch_groups never fill a batch")
@@ -309,8 +335,8 @@ class _Simulation:
         response = next(self.response)
         # colocated: no joining once training has claimed the accelerator for after this call
         joined = engine.ask(episode, response + self.prefill_s[episode.turn - 1], response * self.stages.decode_factor,
-                            now, may_join=now >= self.accelerator_free)  # fmt: skip
-        if not joined and engine.batch is None and now >= self.accelerator_free:
+                            now, may_join=now >= self.accelerator_free and now >= self.paused_until)  # fmt: skip
+        if not joined and engine.batch is None and now >= self.accelerator_free and now >= self.paused_until:
             heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
 
     def _start_groups(self, now: float) -> None:
@@ -318,6 +344,18 @@ class _Simulation:
         starting = min(self.free_threads, self.rules.room(self.books, self.version))
         if starting <= 0:
             return
+        interval = config.group_start_interval_s
+        if interval:  # one group now, if its turn has come; the next at the worker's next start
+            if now < self.next_start:
+                if not self.starts_due:
+                    self.starts_due = True
+                    heappush(self.events, (self.next_start, next(self.seq), STARTS, None))
+                return
+            self.next_start = now + interval
+            if starting > 1:
+                self.starts_due = True
+                heappush(self.events, (self.next_start, next(self.seq), STARTS, None))
+            starting = 1
         first = self.books.started
         self.books = self.books.admitted(starting, config.group_size)
         self.free_threads -= starting
@@ -431,6 +469,8 @@ class _Simulation:
         end = start + actor_train + update
         if config.placement == "colocated":
             self.accelerator_free = end  # engine calls asked for after this wait until then
+        elif config.pause_engines_on_update and update > 0:
+            heappush(self.events, (end - update, next(self.seq), PAUSED, end))
         record = StepRecord(
             step=self.step, end=end, step_time=end - self.previous_end, train_wait=now - self.wait_start,
             actor_train=actor_train, update_weights=update, reward_mean=0.0, pass_rate=0.0,
@@ -460,6 +500,21 @@ class _Simulation:
         self._take(now)
         self._start_groups(now)
         return False
+
+    def _pause(self, now: float, end: float) -> None:
+        """update_weights loads into the engines until `end`: a call in progress is held that long
+        (its decode resumes after), and none starts or is joined meanwhile."""
+        for engine in self.engines:
+            if engine.batch is not None and engine.end > now:
+                engine.hold(end - now)
+        self.paused_until = end
+        heappush(self.events, (end, next(self.seq), RESUMED, None))
+
+    def _resume(self, now: float) -> None:
+        """The weights are loaded: the engines with requests waiting start their calls."""
+        for engine in self.engines:
+            if engine.waiting and engine.batch is None:
+                heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
 
     def _fates(self, group: _TrackedGroup, fate: str, step: int | None = None, errored: bool | None = False) -> None:
         """Record the fate of the group's trainable trajectories (errored=False), of its errored ones

@@ -55,6 +55,12 @@ class Accelerator:
             self._serving += 1
             self._advance()
 
+    def claimed(self) -> bool:
+        """Whether a stage waits behind the holder (colocated: training has asked for the
+        accelerator, so the engine call in progress admits no more requests)."""
+        with self._cond:
+            return self._next - self._serving > 1
+
     def _advance(self) -> None:
         while self._serving in self._abandoned:
             self._abandoned.remove(self._serving)

@@ -17,7 +17,7 @@ generation may overlap training.
 
 Generation runs on one emulated rollout engine with continuous batching (policies/batching.py,
 by the rule of trainer/rules/batching.py): each episode asks on its own, and requests that
-arrive while a call runs share the next one. A call lasts the profile's call cost plus the
+arrive while a call runs share the next one, or join it while it is latency-bound. A call lasts the profile's call cost plus the
 per-token cost of the batch's *total* response tokens: the profiles' figures are throughputs of
 an engine busy with a full batch (policies/profiles.py), so a token costs what it did when each
 group was one call, and the published figures stay comparable; batching saves only the
@@ -52,7 +52,6 @@ from trainer.policies.base import Accelerator, Policy
 from trainer.policies.batching import BatchingEngine
 from trainer.policies.profiles import HardwareProfile
 from trainer.rules.answers import SKILL, TIMEOUT_RATE, AnswerMix, response_tokens
-from trainer.rules.batching import call_seconds
 from trainer.rules.context import feedback_tokens, next_prompt_tokens
 from trainer.rules.placement import DEFAULT_PLACEMENT, PLACEMENTS
 from trainer.types import Generation, Group, Request
@@ -87,7 +86,8 @@ class ReplayPolicy(Policy):
         self._accelerator = Accelerator() if placement == "colocated" else None
         self._candidates_lock = threading.Lock()
         self._candidates: dict[str, list[Candidate]] = {}
-        self._engine = BatchingEngine(self.accelerator, self._run_engine_call)
+        self._engine = BatchingEngine(self.accelerator, self._record_engine_call, profile.generate_call_s,
+                                      closed=self._training_claimed)  # fmt: skip
 
     def accelerator(self) -> contextlib.AbstractContextManager[Any]:
         return self._accelerator if self._accelerator is not None else contextlib.nullcontext()
@@ -99,9 +99,13 @@ class ReplayPolicy(Policy):
         self._engine.serve(seconds, version, decode_s)
         return generations
 
-    def _run_engine_call(self, requests_s: float, version: int) -> None:
-        with self._engine_call(version):
-            time.sleep(call_seconds(self.profile.generate_call_s, requests_s))
+    def _record_engine_call(self, start: float, end: float, version: int) -> None:
+        if self.events is not None:
+            self.events.engine_call(start, end, version)
+
+    def _training_claimed(self) -> bool:
+        """Colocated: training waits for the accelerator, so the call in progress admits no one."""
+        return self._accelerator is not None and self._accelerator.claimed()
 
     def train_step(self, groups: Sequence[Group]) -> dict[str, float]:
         """One sequence per trajectory, as the learner trains: its last turn's prompt and response
