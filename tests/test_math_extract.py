@@ -235,6 +235,7 @@ def test_negative_space_is_a_problem(text: str) -> None:
         "<br> so \\boxed{3}.",
         "$\\hspace{1em}\\boxed{3}$",
         "{\\color{red} note} so \\boxed{3}.",
+        "For $a<b$, the class of solutions with $c>d$ gives \\boxed{3}.",  # inequalities, not tags
     ],
 )
 def test_markup_that_ends_before_the_final_answer_is_no_problem(text: str) -> None:

@@ -61,7 +61,9 @@ _DECLARING = frozenset(r"\color \iffalse \pagecolor".split())
 _SPACES = frozenset(r"\hspace \hskip \kern \mkern \mskip \mspace \moveleft \moveright \hspace*".split())
 # HTML that hides its content or strikes it out; any element with a style, colour, class or hidden.
 _HIDING_ELEMENTS = frozenset("del s strike details template noscript script style textarea iframe object".split())
-_HIDING_ATTRIBUTES = re.compile(r"style|hidden|color|class", re.IGNORECASE)
+_HIDING_ATTRIBUTES = re.compile(r"(?:style|color|class)\s*=|\bhidden\b", re.IGNORECASE)
+# Only these names open an element: `$a<b$ ... $c>d$` is two inequalities, not a tag.
+_ELEMENTS = _HIDING_ELEMENTS | frozenset("span div font p sup sub small mark ins u b i em strong section center".split())
 _MAX_TAG = 300  # an HTML opening tag's attributes are read this far
 _TOKEN = re.compile(r"<!--|-->|</?[A-Za-z][A-Za-z0-9]*|\\[A-Za-z]+\*?|\\.|[{}\[\]]|~~")
 
@@ -120,13 +122,13 @@ def hidden(text: str, start: int) -> str | None:
         elif value == "~~":
             struck = not struck
         elif value.startswith("</"):
-            if elements:
+            if elements and value[2:].lower() in _ELEMENTS:
                 elements.pop()
         elif value.startswith("<"):
             close = text.find(">", token.end(), token.end() + _MAX_TAG)
             attributes = text[token.end() : close] if close >= 0 else ""
-            if close >= 0 and not attributes.rstrip().endswith("/"):
-                name = value[1:].lower()
+            name = value[1:].lower()
+            if close >= 0 and name in _ELEMENTS and not attributes.rstrip().endswith("/"):
                 elements.append(name in _HIDING_ELEMENTS or bool(_HIDING_ATTRIBUTES.search(attributes)))
         elif value in _HIDING:
             pending, option = _HIDING[value], False
