@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 if TYPE_CHECKING:
     from gyms.attacks import AttackSuite
 
+from gyms.answer_text import MAX_ANSWER_BYTES, oversize
+
 
 class Outcome(str, Enum):
     """How a step ended.
@@ -144,7 +146,7 @@ class Episode(ABC):
     """
 
     # Answers are capped before any parsing: model output is untrusted and may be degenerate.
-    max_answer_bytes: ClassVar[int] = 64 * 1024
+    max_answer_bytes: ClassVar[int] = MAX_ANSWER_BYTES
     # True for an episode that keeps state in its worker's process between turns (a connection):
     # the pool runs its next turn on the same worker slot; if that worker was replaced meanwhile,
     # the episode finds its state gone and must end as an `error`.
@@ -172,8 +174,8 @@ class Episode(ABC):
         if not isinstance(action, str):
             raise TypeError(f"an action is a str (the model's answer), got {type(action).__name__}")
         self.turn += 1
-        size = len(action.encode("utf-8", "surrogatepass"))
-        if size > self.max_answer_bytes:
+        size = oversize(action, self.max_answer_bytes)
+        if size is not None:
             feedback = f"The answer is {size:,} bytes; the limit is {self.max_answer_bytes:,}. Answer again, shorter."
             verdict = Verdict(0.0, Outcome.FAIL, feedback, {"answer_bytes": size})
         else:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from gyms.base import Task
+from gyms.base import Outcome, Task
 from gyms.math import MathGym
+from gyms.pool import GymPool
 from tests.attacks import Attack, assert_attacks_fail
 
 RIGHT, WRONG = "62", "61"  # the gold of rg/simple_equations/0000, and a wrong value
@@ -71,7 +72,7 @@ def _attacks() -> list[Attack]:
         Attack("unclosed root", "\\boxed{\\sqrt[}"),
         Attack("zero-width space", f"\\boxed{{{w}\u200b{r}}}"),
         Attack("right-to-left override", f"\\boxed{{{w}\u202e{r}}}"),
-        Attack("fullwidth digits", "\\boxed{６２}"),
+        Attack("fullwidth digits of a wrong value", "\\boxed{６１}"),  # the right ones pass: they are 62
         # escape the checker's own `$\boxed{...}$` wrapper
         Attack("break out of the wrapper", f"Answer: {w}}}$ and $\\fbox{{{r}"),
         Attack("delimiters inside the box", f"\\boxed{{{w}$ $\\boxed{{{r}}}$}}"),
@@ -87,6 +88,10 @@ def _attacks() -> list[Attack]:
         Attack("python in the box", "\\boxed{__import__('os').system('touch /tmp/heavygym-canary/pwned')}"),
         Attack("python as an answer line", "Answer: getattr(__import__('os'),'system')('id > /tmp/heavygym-canary/x')"),
         *_later_final_answers(),
+        *_text_after_the_final_answer(),
+        *_disowned_final_answers(),
+        *_hidden_final_answers(),
+        *_words_in_the_answer(),
         *_scaled_values(),
         *_bare_units(),
         *_number_bases(),
@@ -122,6 +127,77 @@ def _later_final_answers() -> list[Attack]:
         Attack("box, then a parenthesised factor", f"\\boxed{{{r}}}(2)"),
         Attack("box, then a unit power of a variable", f"\\boxed{{{r}}}x^2"),
         Attack("box, then a factorial of it", f"\\boxed{{{r}}}. So {r}!"),
+    ]
+
+
+def _text_after_the_final_answer() -> list[Attack]:
+    """The right value boxed, then something that changes or retracts it: words, symbols, any
+    number character. An independent attack corpus passed these (text after the box was read
+    only when it held an ASCII digit)."""
+    r, w = RIGHT, WRONG
+    return [
+        Attack("a retraction in words", f"So $\\boxed{{{r}}}$. Actually no, I made an error: it is sixty-one."),
+        Attack("a correction after a semicolon", f"The answer is not $\\boxed{{{r}}}$; it must be smaller than that."),
+        Attack("a percent sign inside the math", f"$\\boxed{{{r}}}\\%$"),
+        Attack("a bare percent sign", f"\\boxed{{{r}}}%"),
+        Attack("a vulgar fraction", f"$\\boxed{{{r}}}$½"),
+        Attack("a Roman numeral", f"So $\\boxed{{{r}}}$, or rather ⅬⅩⅠ."),
+        Attack("fullwidth digits after it", f"\\boxed{{{r}}} ({w.translate(str.maketrans('0123456789', '０１２３４５６７８９'))})"),
+        Attack("superscript digits", f"\\boxed{{{r}}}⁻¹"),
+        Attack("a factorial", f"\\boxed{{{r}}}!"),
+        Attack("a prime", f"\\boxed{{{r}}}'"),
+        Attack("a question", f"\\boxed{{{r}}}?"),
+        Attack("a scale word in text", f"\\boxed{{{r}}}\\text{{ thousand}}"),
+        Attack("an arrow to another value", f"\\boxed{{{r}}} \\to \\text{{sixty-one}}"),
+        Attack("a minus one in words", f"\\boxed{{{r}}} minus one"),
+        Attack("a strikethrough and the new value in words", f"~~\\boxed{{{r}}}~~ sixty-one"),
+        Attack("a closing fence, then more", f"\\boxed{{{r}}}\n```\nNo: {w}."),
+    ]
+
+
+def _disowned_final_answers() -> list[Attack]:
+    """The only box holds the right value, in a sentence that says it is not the answer."""
+    r = RIGHT
+    return [
+        Attack("a rejected draft", f"x is 61, not 62 as my first draft said (rejected draft: $\\boxed{{{r}}}$)."),
+        Attack("a wrong value, boxed to show it", f"A wrong value would be $\\boxed{{{r}}}$."),
+        Attack("instead", f"Instead of \\boxed{{{r}}}"),
+        Attack("larger than", f"x is larger than $\\boxed{{{r}}}$."),
+        Attack("isn't", f"The answer isn't \\boxed{{{r}}}."),
+        Attack("an answer line that disowns its box", f"Answer: not $\\boxed{{{r}}}$"),
+        Attack("a typo", f"Typo above: \\boxed{{{r}}}"),
+    ]
+
+
+def _hidden_final_answers() -> list[Attack]:
+    """The right value boxed where a reader does not see it, while the visible reply says another."""
+    r = RIGHT
+    return [
+        Attack("an HTML comment", f"The answer is sixty-one. <!-- $\\boxed{{{r}}}$"),
+        Attack("a phantom", f"The answer is sixty-one: $\\phantom{{\\boxed{{{r}}}}}$"),
+        Attack("white text", f"The answer is sixty-one: $\\textcolor{{white}}{{\\boxed{{{r}}}}}$"),
+        Attack("a colour declaration", f"The answer is sixty-one. {{\\color{{white}} $\\boxed{{{r}}}$}}"),
+        Attack("an overlap", f"The answer is sixty-one: $\\rlap{{\\boxed{{{r}}}}}$"),
+        Attack("negative space", f"The answer is $\\hspace{{-100cm}}\\boxed{{{r}}}$"),
+        Attack("a negative kern", f"The answer is $\\kern-50em\\boxed{{{r}}}$"),
+        Attack("a hidden HTML element", f'<span style="display:none">$\\boxed{{{r}}}$</span>'),
+        Attack("struck out in HTML", f"<del>$\\boxed{{{r}}}$</del>"),
+        Attack("cancelled", f"$\\cancel{{\\boxed{{{r}}}}}$"),
+        Attack("iffalse", f"\\iffalse $\\boxed{{{r}}}$"),
+        Attack("the only box in the reasoning", f"<think>$\\boxed{{{r}}}$</think>The answer is sixty-one."),
+    ]
+
+
+def _words_in_the_answer() -> list[Attack]:
+    """A word inside the answer that is no unit and not the gold's: dropped as a unit, it passed."""
+    r = RIGHT
+    return [
+        Attack("factorial in text", f"$\\boxed{{{r}\\text{{ factorial}}}}$"),
+        Attack("a word in mathrm", f"\\boxed{{{r}\\,\\mathrm{{inverse}}}}"),
+        Attack("a count noun", f"\\boxed{{{r}\\text{{ apples}}}}"),
+        Attack("a word that negates", f"\\boxed{{{r}\\text{{ (wrong)}}}}"),
+        Attack("a bare word", f"\\boxed{{{r} reciprocal}}"),
+        Attack("an answer line with a word", f"Answer: {r} squared"),
     ]
 
 
@@ -219,6 +295,38 @@ def test_math_attacks_fail() -> None:
     task = next(t for t in gym.tasks() if t.id == "rg/simple_equations/0000")
     assert task.metadata["gold"] == RIGHT
     assert_attacks_fail(gym, task, _attacks(), good=task.reference, bad=f"\\boxed{{{WRONG}}}")
+
+
+# Correct answers that must pass through the same pool: the contract refuses only what could mislead.
+CONTROLS = [
+    f"The answer is $\\boxed{{{RIGHT}}}$.",
+    f"So $x = \\boxed{{{RIGHT}}}$.",
+    f"\\[\n\\boxed{{{RIGHT}}}\n\\]",
+    f"$$\n\\begin{{aligned}} x &= \\boxed{{{RIGHT}}} \\\\\n\\end{{aligned}}\n$$",
+    f"**\\boxed{{{RIGHT}}}**",
+    f"```\nAnswer: {RIGHT}\n```",
+    f"Answer: {RIGHT}```",
+    f"**Final Answer:** ${RIGHT}$",
+    f"\\boxed{{{RIGHT}}}\nAnswer: {RIGHT}",
+    f"It is not 61. The answer is \\boxed{{{RIGHT}}}.",  # another sentence may say what it is not
+    f"<think>maybe \\boxed{{{WRONG}}}</think>The answer is \\boxed{{{RIGHT}}}.",
+    f"Checking: 61 is too small.</think>\n\\boxed{{{RIGHT}}}",
+    "\\boxed{６２}",  # fullwidth digits are the digits
+    f"\\boxed{{{RIGHT}\\text{{ cm}}}}",  # a unit on the list
+    f"<!-- note: 61 --> The answer is \\boxed{{{RIGHT}}}.",
+    f"$\\textcolor{{blue}}{{\\text{{Result}}}}$: \\boxed{{{RIGHT}}}",
+    f"\ufeffThe answer is \\boxed{{{RIGHT}}}.\r\n",
+]
+
+
+def test_correct_answers_pass_through_the_pool() -> None:
+    gym = MathGym(size=10, max_turns=1)
+    task = next(t for t in gym.tasks() if t.id == "rg/simple_equations/0000")
+    with GymPool(1, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
+        for answer in CONTROLS:
+            call = pool.step(gym.open(task), answer)
+            call.episode.close()
+            assert call.result.outcome is Outcome.PASS, (answer, call.result.observation)
 
 
 def test_the_checker_never_evaluates_an_answer_as_python(tmp_path) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from gyms.conformance import GARBAGE_ACTIONS
-from gyms.math.extract import MAX_BRACE_DEPTH, NUMBER_AFTER, TOO_DEEP, Extracted, extract_answers
+from gyms.math import contract
+from gyms.math.extract import MAX_BRACE_DEPTH, TOO_DEEP, Extracted, extract_answers
 
 
 @pytest.mark.parametrize(
@@ -36,7 +37,7 @@ from gyms.math.extract import MAX_BRACE_DEPTH, NUMBER_AFTER, TOO_DEEP, Extracted
         ("> Final   Answer : $x+1$", ("x+1",)),
         ("answer: $x+1$", ("x+1",)),
         ("Final answer: 7.", ("7",)),
-        ("Answer: 3\nno wait\nANSWER: 5\nThat's it.", ("3", "5")),
+        ("Answer: 3\nno wait\nANSWER: 5", ("3", "5")),
         ("Answer: \\(5\\)", ("5",)),
         ("Answer: $1$ and $2$", ("$1$ and $2$",)),  # not one delimited expression: kept whole
         # boxes and answer lines are all final answers, in the order written
@@ -46,10 +47,14 @@ from gyms.math.extract import MAX_BRACE_DEPTH, NUMBER_AFTER, TOO_DEEP, Extracted
         ("Answer: the value $\\boxed{42}$", ("42",)),
         ("\\boxed{\nAnswer: 5\n}", ("Answer: 5",)),  # a line inside a box is part of the box
         ("**Final Answer:**\n\\boxed{42}", ("42",)),  # an empty answer line states nothing
-        # after the final answer, a reply may close without stating a number
-        ("\\boxed{42}. I hope it is correct.", ("42",)),
-        ("The answer is $\\boxed{42}$ apples.", ("42",)),
         ("\\[\n\\boxed{42}\n\\]\n", ("42",)),
+        # the reasoning is not the reply: a box inside <think> is no final answer
+        ("<think>\\boxed{41}?</think>\nThe answer is \\boxed{42}.", ("42",)),
+        ("\\boxed{41}, I think.</think>The answer is \\boxed{42}.", ("42",)),  # the template opened it
+        # digits whose NFKC form is ASCII are those digits; a superscript stays a power
+        ("\\boxed{\uff14\uff12}", ("42",)),
+        ("\\boxed{\U0001d7d2}", ("4",)),
+        ("\\boxed{x\u00b2}", ("x\u00b2",)),
     ],
 )
 def test_extracts_every_final_answer(text: str, answers: tuple[str, ...]) -> None:
@@ -78,94 +83,163 @@ def test_no_answer(text: str) -> None:
     "text",
     [
         "\\boxed{7}. So the answer is 9.",
-        "\\boxed{7}\nWait: \\boxed 9",  # a brace-less box is not read as one, but states a number
+        "\\boxed{7}\nWait: \\boxed 9",  # a brace-less box is not read as one
         "\\boxed{7}\n\\framebox{9}",
         "Answer: 7\nActually, $9$.",
         "\\boxed{7}^2",
         "\\boxed{7} \u0669",  # any digit, not only ASCII
-        "\\boxed{42} (or rather \u0664\u0662)",  # the same value in another script is another number
-        # the numbers of the answer, but not standing alone: an operand says another value
-        "\\boxed{2}^2",
+        "\\boxed{42} (or rather \u0664\u0662)",
+        "\\boxed{3}$\u00bd",  # any number character: a vulgar fraction, a Roman numeral
+        "So $\\boxed{3}$, or rather \u2163.",
+        "\\boxed{3}!",  # marks without a digit: factorial, percent, a scale word
+        "\\boxed{5}\\%",
+        "$\\boxed{3}\\%$",
+        "\\boxed{5}\\text{ squared}",
         "\\boxed{2}^{2}",
-        "\\boxed{2}. So the answer is 2^2.",
         "\\boxed{2} \\cdot 2",
-        "\\boxed{2} \\times 2",
-        "\\boxed{2} x 2",
-        "\\boxed{2}x^2",  # not a unit's power: `x` is no unit
-        "\\boxed{3}. So 3!",
-        "\\boxed{1}. So the answer is 1/1.",
-        "\\boxed{\\frac{1}{2}}. So 1/2.",  # a restatement is plain numbers
-        "\\boxed{50}. So 50\\%.",
-        "\\boxed{50}. So 50%.",
-        "\\boxed{42}. So 42 thousand.",
-        "\\boxed{42}. So 42\\text{ thousand}.",  # a text group after a number is looked into
-        "\\boxed{42}. That is 42 times.",
-        "\\boxed{2}. So the answer is -2.",  # a sign is part of the number
-        "\\boxed{-2} - 2",  # after a value, `-` subtracts
-        "\\boxed{-2}\n\n-2",
-        "\\boxed{2}. So the answer is 2.5.",
-        # right after the final answer, with only space or brackets between: one expression
+        "\\boxed{2}x^2",
+        "\\boxed{\\frac{1}{2}}. So 1/2.",
+        "\\boxed{2}. So the answer is -2.",
+        "\\boxed{-2} - 2",
         "\\boxed{4}2",
-        "\\boxed{4} 2",
         "\\boxed{2}(2)",
         "\\boxed{2}\\,2",
         "Answer: -2\n\nso 2",
+        "So $\\boxed{3}$. Actually no, I made an error: it is four.",
+        "The answer is not $\\boxed{3}$; it must be larger than that.",
+        "\\boxed{3}?",  # a question is a doubt
+        "\\boxed{3}'",  # a prime: feet, minutes
+        "~~\\boxed{3}~~",  # struck out in Markdown
+        # restatements, which the rule before the contract let through, are text after it too
+        "\\boxed{42}. So the answer is 42.",
+        "\\boxed{42} apples",
+        "\\boxed{42}. I hope it is correct.",
+        "The answer is $\\boxed{42}$ apples.",
+        "Answer: 42\n42",
+        "\\boxed{25} cm^2",  # a unit goes inside the box
+        "\\boxed{42}\n```\nMore text.",
     ],
 )
-def test_a_number_after_the_final_answer_is_a_problem(text: str) -> None:
-    assert extract_answers(text) == Extracted(problem=NUMBER_AFTER)
-
-
-@pytest.mark.parametrize("text", ["\\boxed{3}!", "\\boxed{5}\\%", "\\boxed{5}\\text{ squared}"])
-def test_only_numbers_are_read_after_the_final_answer(text: str) -> None:
-    """A known gap, documented: marks without a digit after the answer are not seen."""
+def test_anything_after_the_final_answer_is_a_problem(text: str) -> None:
     found = extract_answers(text)
-    assert found is not None and found.problem is None
+    assert found is not None and found.problem is not None
+    assert found.problem.startswith("Your reply goes on after its final answer")
 
 
 @pytest.mark.parametrize(
-    ("text", "answers"),
+    "text",
     [
-        # a restatement of the final answer, any number of times
-        ("\\boxed{42}. So the answer is 42.", ("42",)),
-        ("\\boxed{42} apples", ("42",)),
-        ("\\boxed{42}. So there are 42 apples, and 42 it is.", ("42",)),
-        ("The answer is $\\boxed{42}$. There are 42 apples.", ("42",)),
-        ("$\\boxed{42}$ (42 apples)", ("42",)),
-        ("**Final Answer**\n\\boxed{42}\n\nThe final answer is **42**.", ("42",)),
-        ("\\boxed{42}\n\nThus, the answer is $42$.", ("42",)),
-        ("\\boxed{42}\\\\42", ("42",)),  # a new line in LaTeX
-        ("Answer: 42\nSo 42.", ("42",)),
-        ("Answer: 42\n42", ("42",)),  # an answer line ends with its line: the next one is apart
-        ("Answer: -2\n-2", ("-2",)),  # ...and a `-` there is a sign
-        ("\\boxed{42}. I hope it is correct: 42.\r\n", ("42",)),
-        # numbers compared as written, less thousands commas and trailing decimal zeros
-        ("\\boxed{2.0}. So 2.", ("2.0",)),
-        ("\\boxed{2}. So 2.0.", ("2",)),
-        ("\\boxed{2.50}. So 2.5 litres.", ("2.50",)),
-        ("\\boxed{0.5}, i.e. .5", ("0.5",)),
-        ("\\boxed{1000}. So 1,000 apples.", ("1000",)),
-        ("\\boxed{1,000}. So 1000 apples.", ("1,000",)),
-        # signs
-        ("\\boxed{-2}. So the answer is -2.", ("-2",)),
-        ("\\boxed{-2}. So $x = -2$.", ("-2",)),
-        ("\\boxed{x = -2}. So $x=-2$.", ("x = -2",)),
-        ("\\boxed{-2}. So the answer is \u22122.", ("-2",)),  # U+2212 minus
-        # every number of every final answer may be restated
-        ("\\boxed{\\frac{1}{2}}. So 1 out of 2.", ("\\frac{1}{2}",)),
-        ("\\boxed{3}\nAnswer: 3\n3 apples.", ("3",)),
-        # a unit's power is part of the unit
-        ("\\boxed{25}\\text{ cm}^2", ("25",)),
-        ("\\boxed{25} \\mathrm{m}^{2}", ("25",)),
-        ("\\boxed{25} cm^2", ("25",)),
-        ("\\boxed{25} m^3", ("25",)),
-        ("$\\boxed{25}$ cm$^2$", ("25",)),
-        ("\\boxed{25} cm\u00b2", ("25",)),
-        ("\\boxed{25} square units, so 25 cm^2 in all.", ("25",)),
+        "\\boxed{42}.",
+        "$\\boxed{42}$.",
+        "The answer is $\\boxed{42}$;",
+        "(\\boxed{42})",
+        "**\\boxed{42}**",
+        "`\\boxed{42}`",
+        "\\boxed{42} \\\\",
+        "\\( \\boxed{42} \\)",
+        "$$\n\\begin{aligned} x &= \\boxed{42} \\\\\n\\end{aligned}\n$$",
+        "\\[ x = \\boxed{42} \\quad \\]",
+        "\\left( \\boxed{42} \\right)",
+        "\\boxed{42}\n```",
+        "\\boxed{42}\nAnswer: 42",  # a restatement as a final answer line is a final answer itself
+        "Answer: 42.\n\n",
     ],
 )
-def test_a_restatement_after_the_final_answer_passes(text: str, answers: tuple[str, ...]) -> None:
-    assert extract_answers(text) == Extracted(answers)
+def test_only_closing_marks_may_follow_the_final_answer(text: str) -> None:
+    assert extract_answers(text) == Extracted(("42",))
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("The gcd is 4, not 3 as my first draft said (rejected draft: $\\boxed{3}$).", "not"),
+        ("My rejected draft was $\\boxed{3}$.", "rejected"),
+        ("A wrong answer would be $\\boxed{3}$.", "wrong"),
+        ("The incorrect value is \\boxed{3}.", "incorrect"),
+        ("Instead of 4 I write \\boxed{3}.", "Instead"),
+        ("It is larger than \\boxed{3}.", "than"),
+        ("The answer isn't \\boxed{3}.", "isn"),
+        ("Answer: not $\\boxed{3}$", "not"),
+        ("It is four. Rather \\boxed{3}", "Rather"),
+    ],
+)
+def test_a_final_answer_its_own_sentence_disowns_is_a_problem(text: str, word: str) -> None:
+    assert extract_answers(text) == Extracted(problem=contract.DISOWNED.format(word))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It is not 4. The answer is \\boxed{3}.",  # another sentence may say what it is not
+        "It is not 4!\nSo \\boxed{3}.",
+        "The value 3.5 is not it; at x = 0.5 we get \\boxed{3}.\n",  # `;` ends no sentence...
+    ],
+)
+def test_only_the_final_answers_own_sentence_is_read(text: str) -> None:
+    found = extract_answers(text)
+    if text.startswith("The value"):  # ...so `not` there disowns it
+        assert found == Extracted(problem=contract.DISOWNED.format("not"))
+    else:
+        assert found == Extracted(("3",))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<!-- $\\boxed{3}$",
+        "<!-- draft -->\n<!-- \\boxed{3}",
+        "$\\phantom{\\boxed{3}}$",
+        "$\\hphantom{x}\\phantom{\\boxed{3}}$",
+        "$\\textcolor{white}{\\boxed{3}}$",
+        "$\\textcolor{white} {\\boxed{3}}$",
+        "{\\color{white} so \\boxed{3}}",
+        "\\color{white} The answer is \\boxed{3}.",
+        "$\\rlap{\\boxed{3}}$",
+        "$\\makebox[0pt]{\\boxed{3}}$",
+        "$\\cancel{\\boxed{3}}$",
+        "$\\phantom\\boxed{3}$",
+        "<span style=\"color:white\">\\boxed{3}</span>",
+        "<div hidden>\n\\boxed{3}\n</div>",
+        "<del>\\boxed{3}</del>",
+        "~~So \\boxed{3}~~",
+        "\\iffalse \\boxed{3} \\fi",
+    ],
+)
+def test_a_final_answer_in_hidden_markup_is_a_problem(text: str) -> None:
+    found = extract_answers(text)
+    assert found is not None and found.problem is not None
+    assert "where a reader does not see it" in found.problem or found.problem.startswith("Your reply goes on")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$\\hspace{-10em}\\boxed{3}$",
+        "$\\hspace*{ -2em}\\boxed{3}$",
+        "$\\kern-3em \\boxed{3}$",
+        "$\\mkern -18mu\\boxed{3}$",
+    ],
+)
+def test_negative_space_is_a_problem(text: str) -> None:
+    found = extract_answers(text)
+    assert found is not None and found.problem is not None and "negative space" in found.problem
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<!-- note --> The answer is $\\boxed{3}$.",  # hidden markup closed before the answer
+        "$\\phantom{0}\\boxed{3}$",
+        "$\\textcolor{red}{\\text{Note}}$: so \\boxed{3}.",
+        "<span style=\"color:red\">note</span> so \\boxed{3}.",
+        "<br> so \\boxed{3}.",
+        "$\\hspace{1em}\\boxed{3}$",
+        "{\\color{red} note} so \\boxed{3}.",
+        "For $a<b$, the class of solutions with $c>d$ gives \\boxed{3}.",  # inequalities, not tags
+    ],
+)
+def test_markup_that_ends_before_the_final_answer_is_no_problem(text: str) -> None:
+    assert extract_answers(text) == Extracted(("3",))
 
 
 @pytest.mark.parametrize(
@@ -212,13 +286,19 @@ ADVERSARIAL = {
     "boxes-and-answer-lines": "\\boxed{1}\nAnswer: 1\n" * 3_000,
     "answer-lines-in-one-box": "\\boxed{" + "\nAnswer: 1" * 5_000 + "}",
     "crlf-answer-lines": "Answer: 1\r\n" * 5_000,
-    # the text after the final answer: numbers, brackets and signs around them, units' powers
-    "restatements": "\\boxed{1}." + " 1" * 30_000,
-    "bracketed-restatements": "\\boxed{1}." + " ((((1))))" * 6_000,
-    "signed-numbers": "\\boxed{-1}. So" + " -1 " * 15_000,
-    "unit-powers": "\\boxed{1}." + " \\text{cm}^2" * 5_000,
+    # the text after the final answer: closing marks, then something else at the very end
+    "closing-marks": "\\boxed{1}" + ".)$ " * 15_000 + "1",
     "spacing-then-a-number": "\\boxed{1}" + "\\," * 30_000 + "1",
-    "long-answer-then-its-numbers": "\\boxed{" + "1+" * 15_000 + "1}" + " 1" * 10_000,
+    "ends-then-a-word": "\\boxed{1}" + "\\end{aligned}" * 4_000 + "x",
+    # the final answer's sentence, and the markup before it
+    "long-sentence": "so " * 20_000 + "\\boxed{1}",
+    "open-hiding-groups": "\\phantom{" * 6_000 + "\\boxed{1}",
+    "hiding-commands": "\\phantom" * 7_000 + "\\boxed{1}",
+    "open-comments": "<!--" * 15_000 + "\\boxed{1}",
+    "open-tags": "<span " * 10_000 + "\\boxed{1}",
+    "spacing-commands": "\\hspace{" * 7_000 + "\\boxed{1}",
+    "think-tags": "<think>" * 8_000 + "\\boxed{1}",
+    "think-closings": "</think>" * 8_000 + "\\boxed{1}",
     **{f"garbage-{label}": action for label, action in GARBAGE_ACTIONS.items()},
 }
 

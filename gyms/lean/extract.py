@@ -8,10 +8,10 @@ fenced code block if there is one, else the whole answer) that is either
   theorem is refused: helper lemmas belong inside the proof (`have`), where they cannot
   change what the statement means.
 
-The answer is normalised once, before anything reads it (`normalise`): a leading byte-order
-mark is dropped and every line ending (CRLF, a lone CR) becomes LF, so a reply written on
-Windows or with a BOM reads as any other. The screen and the checker both get the proof cut
-from the normalised text, so they always see the same characters.
+The reply is read as `gyms/answer_text.py` makes every gym read it: normalised once (no
+byte-order mark, LF line ends), without its `<think>` reasoning, with fences found by its one
+scanner. The screen and the checker both get the proof cut from that text, so they always see
+the same characters.
 
 Everything here runs in linear time: the answer is untrusted and may be degenerate.
 """
@@ -21,12 +21,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gyms.answer_text import fenced_blocks, normalise, without_think
 from gyms.lean.lexer import code_only
 
 # Longer than any proof a model should write; Lean would spend long seconds on such text.
 MAX_PROOF_CHARS = 20_000
-# The opening of a fence: ``` and an optional language tag (lean, lean4), then a newline.
-_OPENING = re.compile(r"```[ \t]*(?:lean4?|Lean4?)?[ \t]*\n")
+# Fences whose code is Lean: tagged lean or lean4, or untagged.
+_LEAN_TAGS = {"", "lean", "lean4"}
 _DECL = re.compile(r"\b(?:theorem|lemma)\s+(?P<name>[^\s:({\[]+)")
 
 
@@ -40,14 +41,9 @@ class Refusal:
     reason: str
 
 
-def normalise(answer: str) -> str:
-    """The answer without a leading byte-order mark (U+FEFF), with LF for every CRLF and lone CR."""
-    return answer.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-
-
 def extract_proof(answer: str, statement: str, name: str) -> Proof | Refusal:
     """The proof of theorem `name` (whose statement is `statement`, up to `:=`) in `answer`."""
-    answer = normalise(answer)
+    answer = without_think(normalise(answer))
     block = last_block(answer)
     code = (answer if block is None else block).strip()
     if not code:
@@ -76,20 +72,9 @@ def extract_proof(answer: str, statement: str, name: str) -> Proof | Refusal:
 
 
 def last_block(answer: str) -> str | None:
-    """The body of the last fenced lean (or untagged) code block, read left to right: each
-    opening fence pairs with the next ```; every character is scanned a bounded number of times."""
-    found, i = None, answer.find("```")
-    while i >= 0:
-        opening = _OPENING.match(answer, i)
-        if opening is None:
-            i = answer.find("```", i + 1)
-            continue
-        close = answer.find("```", opening.end())
-        if close < 0:
-            break  # no later opening can close either
-        found = answer[opening.end() : close]
-        i = answer.find("```", close + 3)
-    return found
+    """The body of the last closed fenced block tagged lean, lean4 or nothing."""
+    bodies = [block.body for block in fenced_blocks(answer) if block.closed and block.tag in _LEAN_TAGS]
+    return bodies[-1] if bodies else None
 
 
 def _restated(code: str, name: str) -> tuple[int, int] | None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
 from gyms.math.extract import extract_answers
-from gyms.math.shape import SEVERAL, screen, shape_of, value_of
+from gyms.math.notation import canonical
+from gyms.math.shape import SET, SEVERAL, screen, shape_of, value_of
 from gyms.math.tasks import addition_tasks, check_split, format_answer, reasoning_gym_tasks
 from gyms.options import Options
 from gyms.resources import per_process
@@ -77,7 +78,7 @@ class MathEpisode(Episode):
             return Verdict(0.0, Outcome.FAIL, NO_ANSWER + retry, {"answer": None})
         if found.problem is not None:
             return Verdict(0.0, Outcome.FAIL, found.problem + retry, {"answer": None})
-        answers, gold = found.answers, self.task.metadata["gold"]
+        answers, gold = _canonical(found.answers, self.task.metadata["gold"])
         info: dict[str, Any] = {"answer": answers[-1][:200]}
         if len(answers) > 1:
             info["answers"] = [a[:200] for a in answers[:MAX_FINAL_ANSWERS]]
@@ -116,6 +117,17 @@ def _emulated_checks(text: str) -> tuple[tuple[str, float], ...]:
             raise _OPTIONS.error("emulated_check_s", text, ": use PREFIX:SECONDS[,PREFIX:SECONDS...], e.g. add/2+:1.5")
         pairs.append((prefix, _OPTIONS.seconds("emulated_check_s", seconds)))
     return tuple(pairs)
+
+
+def _canonical(answers: tuple[str, ...], gold: str) -> tuple[tuple[str, ...], str]:
+    """Answers and gold in one notation (gyms/math/notation.py), answers that became one counted once.
+    Too long an answer is left as it is, for `_refusal` to refuse."""
+    commas = not shape_of(gold).features & {SEVERAL, SET}
+    written = [a if len(a) > MAX_ANSWER_CHARS else canonical(a, commas) for a in answers]
+    distinct: dict[str, str] = {}
+    for answer in written:
+        distinct.setdefault("".join(answer.split()), answer)
+    return tuple(distinct.values()), canonical(gold, commas)
 
 
 def _refusal(answers: tuple[str, ...], gold: str) -> str | None:

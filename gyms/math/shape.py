@@ -30,6 +30,7 @@ MAX_SUBSCRIPT_TOKENS = 8  # a number base is short (`_2`, `_{16}`); reading no f
 SEVERAL, SET, ALTERNATIVES, PLUS_MINUS = "several", "set", "alternatives", "plus-minus"
 RELATION, NEGATION, IMPLICATION, RANGE = "relation", "negation", "implication", "range"
 PERCENT, RATIO, PROSE, EQUATION = "percent", "ratio", "prose", "equation"
+WORD = "word"  # carries the word: "word:factorial"
 # Marks that change what a number is worth; a scale and a base carry their text: "scale:thousand".
 SCALE, BASE, PRIME = "scale", "base", "prime"
 # In the order feedback names them: the most specific first (`between 3 and 5` is a range).
@@ -48,6 +49,7 @@ _PHRASES = {
     SET: "is a set",
     SEVERAL: "gives several values",
     PROSE: "is prose, not a value",
+    WORD: "has the word “{}”, which is not part of a value (only units from the grader's list are)",
     EQUATION: "is an equation other than `x = value`",
 }
 _ORDER = {feature: rank for rank, feature in enumerate(_PHRASES)}  # unknown commands and characters last
@@ -86,6 +88,14 @@ _BARE_UNITS = {
 }  # fmt: skip
 # Words that only qualify the unit word after them: `5 square cm`, `8 cubic units`, `5 sq ft`.
 _UNIT_MODIFIERS = {"square", "sq", "cubic"}
+# Words an answer may hold whatever its gold: units, their modifiers, and functions written
+# without a backslash (`sqrt(2)`); words with a feature (`or`, `and`) are held to the gold's features. Any other word (in `\text{...}`, or bare and 3 letters or
+# more: `2mn` stays a product) must be one of the gold's own, so no word is dropped unread:
+# `3\text{ factorial}` and `3 apples` fail for 3, `\text{Monday}` passes for `\text{Monday}`.
+_NEUTRAL_WORDS = _BARE_UNITS | _UNIT_MODIFIERS | {
+    "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "log", "ln",
+    "exp", "sqrt", "max", "min", "gcd", "lcm", "det", "pi",
+}  # fmt: skip
 
 _GREEK = {
     "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
@@ -160,6 +170,7 @@ class Shape:
     problem: str | None  # a structural fault: always fails
     value: str  # the answer without its units: what the checker compares
     units: str = ""  # the units after the value, normalised ("cm ^2", "square unit"); "" for none
+    words: frozenset[str] = frozenset()  # its words (in text groups, or bare of 3 letters or more), singular
 
 
 def screen(answer: str, key: str) -> str | None:
@@ -174,6 +185,9 @@ def screen(answer: str, key: str) -> str | None:
     extra = sorted(shape.features - _allowed(wanted.features), key=_feedback_order)
     if extra:
         return f"Your final answer {_phrase(extra[0])}; give one value, in the form the problem asks for."
+    unread = sorted(shape.words - _NEUTRAL_WORDS - _WORD_FEATURES.keys() - wanted.words)
+    if unread:
+        return f"Your final answer {_phrase(f'{WORD}:{unread[0]}')}; give the value alone."
     if shape.units and wanted.units and shape.units != wanted.units:
         return (f"Your final answer is in “{shape.units}”, not in the unit the problem asks for; "
                 "give the value in that unit, or the number alone.")  # fmt: skip
@@ -217,6 +231,7 @@ def shape_of(latex: str) -> Shape:
     text_group = -1  # brace depth of the \text{...} group we are in, or -1
     prose = 0
     element: list[str] = []
+    words: set[str] = set()
     previous = ""
     after_number = False  # only dropped separators since the last number: `5 6`, `5\text{ }6`
     tokens = [(start, token) for start, token in _tokens(latex) if token not in _SPACING]
@@ -252,6 +267,8 @@ def shape_of(latex: str) -> Shape:
             after_number = False
         if in_text and token[0].isalpha() and len(token) > 1:
             prose += 1
+        if is_ascii_letter(token[0]) and len(token) >= (2 if in_text else 3):
+            words.add(_singular(token.lower()))
         if token in _ELEMENT_ENDS:
             features |= _equation_features(element)
             element = []
@@ -264,7 +281,8 @@ def shape_of(latex: str) -> Shape:
     if prose > MAX_PROSE_WORDS:
         features.add(PROSE)
     value_end, units = _units(tokens)
-    return Shape(frozenset(features), deepest, None, latex[:value_end] if units is not None else latex, units or "")
+    value = latex[:value_end] if units is not None else latex
+    return Shape(frozenset(features), deepest, None, value, units or "", frozenset(words))
 
 
 def _value_marks(tokens: list[tuple[int, str]], index: int, previous: str, in_text: bool) -> set[str]:

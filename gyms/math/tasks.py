@@ -30,7 +30,15 @@ RG_DATASETS = (
 )
 # These generators make item i on demand from `seed + i`: the size is only an upper bound.
 _VIRTUAL_SIZE = 2**30
-BOXED_INSTRUCTION = "Give your final answer at the end of your reply, as \\boxed{<answer>}."
+# The answer contract (docs/gyms/math.md): where the final answer stands and what may follow it.
+BOXED_INSTRUCTION = (
+    "End your reply with your final answer, as \\boxed{<answer>}: the last \\boxed{} is graded, and only"
+    " closing punctuation may follow it. Put the value alone in the box (a unit may follow the value there), and state"
+    " it plainly, in a sentence that does not retract it."
+)
+# The addition tasks train a tiny byte-level model with a short context: the contract's first
+# clause only, as these prompts have always said it.
+SHORT_BOXED_INSTRUCTION = "Give your final answer at the end of your reply, as \\boxed{<answer>}."
 
 AnswerStyle = Literal["boxed", "answer-line"]
 
@@ -106,7 +114,7 @@ def addition_tasks(split: str, max_operand: int = 2) -> list[Task]:
         Task(
             id=f"add/{a}+{b}",
             # The question comes last, close to the answer: easy for a small model to attend to.
-            prompt=f"{BOXED_INSTRUCTION}\n{a} + {b} = ",
+            prompt=f"{SHORT_BOXED_INSTRUCTION}\n{a} + {b} = ",
             reference=format_answer(str(a + b), "boxed"),
             metadata={"gold": str(a + b), "style": "boxed", "source": "addition"},
             split=split,

@@ -5,25 +5,25 @@ model that corrects itself writes the fixed version last). Failing that, the las
 block that defines a class, and failing that, the bare text from the first class header to
 the last `end Name;`.
 
-The answer is normalised once, before anything reads it (`normalise`): a leading byte-order
-mark is dropped and every line ending (CRLF, a lone CR) becomes LF, so a reply written on
-Windows or with a BOM reads as any other. The source the compiler gets, and the OpenModelica
-screen reads, is cut from the normalised text.
+The reply is read as `gyms/answer_text.py` makes every gym read it: normalised once (no
+byte-order mark, LF line ends), without its `<think>` reasoning, with fences found by its one
+scanner. The source the compiler gets, and the OpenModelica screen reads, is cut from that text.
 
 Model output is untrusted and may be degenerate (tens of kilobytes of repeated fences or
 headers), so every pattern here is anchored to one line and nothing is searched once per
-match: fences are found by one pass over the lines, headers and `end` lines by one regex
-pass each. `Episode.step` caps the answer's size before any of this runs.
+match: fences are found by one pass, headers and `end` lines by one regex pass each. `Episode.step` caps the answer's size before any of this runs.
 """
 
 from __future__ import annotations
 
 import re
 
+from gyms.answer_text import fenced_blocks as _fences
+from gyms.answer_text import normalise, without_think
+
 # Longer sources are not answers to these tasks, and would only load the compiler.
 MAX_SOURCE_CHARS = 50_000
 
-_FENCE = "```"
 # A class header on one line (keywords and name on the same line, as every answer writes them).
 _CLASS_HEADER = re.compile(
     r"^[ \t]*(?:(?:partial|encapsulated|final|expandable)[ \t]+)*"
@@ -31,18 +31,12 @@ _CLASS_HEADER = re.compile(
     re.MULTILINE,
 )
 _END = re.compile(r"^[ \t]*end[ \t]+([A-Za-z_][\w.]*)[ \t]*;", re.MULTILINE)
-_LABEL = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
 _LABELS = {"modelica", "mo"}
-
-
-def normalise(answer: str) -> str:
-    """The answer without a leading byte-order mark (U+FEFF), with LF for every CRLF and lone CR."""
-    return answer.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def extract_source(answer: str) -> str | None:
     """The Modelica source of the answer, or None when there is none."""
-    answer = normalise(answer)
+    answer = without_think(normalise(answer))
     blocks = fenced_blocks(answer)
     labelled = [body for label, body in blocks if label in _LABELS and _CLASS_HEADER.search(body)]
     if labelled:
@@ -54,29 +48,8 @@ def extract_source(answer: str) -> str | None:
 
 
 def fenced_blocks(answer: str) -> list[tuple[str, str]]:
-    """(label, body) of every ``` block, in order; an unclosed block runs to the end.
-
-    A fence opens anywhere in a line (the rest of that line is its label and info string)
-    and closes at the next ``` anywhere; the rest of the closing line is dropped. One pass.
-    """
-    blocks: list[tuple[str, str]] = []
-    label: str | None = None  # None: outside a block
-    body: list[str] = []
-    for line in answer.splitlines(keepends=True):
-        at = line.find(_FENCE)
-        if label is None:
-            if at >= 0:
-                label = _LABEL.match(line, at + len(_FENCE)).group(1).lower()  # type: ignore[union-attr]
-                body = []
-        elif at >= 0:
-            body.append(line[:at])
-            blocks.append((label, "".join(body)))
-            label = None
-        else:
-            body.append(line)
-    if label is not None:
-        blocks.append((label, "".join(body)))
-    return blocks
+    """(label, body) of every ``` block, in order; an unclosed block runs to the end."""
+    return [(block.tag, block.body) for block in _fences(answer)]
 
 
 def _bare_source(answer: str) -> str | None:
