@@ -249,6 +249,11 @@ class MathGym(Gym):
         return [(t.prompt, shortest[t.metadata.get("style", "boxed")].format(rng.choice(answers)))
                 for t in tasks for _ in range(per_task)]  # fmt: skip
 
+    def attack_suites(self) -> list[Any]:
+        from gyms.math.attacks import suites  # built when asked for: the answers are the suite's own
+
+        return suites(self)
+
     def tools(self) -> list[ToolCheck]:
         # Requirements as in pyproject.toml.
         tools = [_package("math-verify", "math-verify==0.9.0")]
