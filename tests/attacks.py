@@ -5,7 +5,8 @@ hacker would and calls `assert_attacks_fail`. For every attack it asserts:
 
 * the outcome is `fail` (never `pass`, never `error`) within the gym's step timeout plus slack,
   and the gym refused it by its own checks (no `info["gym_exception"]`: its code did not raise);
-* the feedback is non-empty, readable and holds no Python traceback;
+* the feedback is non-empty, readable and holds no Python traceback, and names the reason
+  where the attack gives one (`Attack.reason`);
 * a canary directory outside every work directory is unchanged;
 
 and after all of them, in the same worker (`GymPool(1)`): a normal good answer still passes
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ class Attack:
     label: str  # what it tries, e.g. "forged verdict in an ifdef __ICARUS__ branch"
     answer: str
     task: Task | None = None  # None: the task passed to assert_attacks_fail
+    reason: str | None = None  # a regular expression the feedback must match: it says why
 
 
 def _snapshot(path: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -112,6 +115,8 @@ def assert_attacks_fail(
                 problems.append(f"{what}: slower than the step timeout {gym.step_timeout_s:g} s")
             elif not res.observation.strip() or "Traceback (most recent call last)" in res.observation:
                 problems.append(f"{what}: unreadable feedback {res.observation[:300]!r}")
+            elif attack.reason and not re.search(attack.reason, res.observation):
+                problems.append(f"{what}: the feedback does not say why ({attack.reason!r}): {res.observation[:300]!r}")
             if _snapshot(CANARY) != canary:
                 problems.append(f"{attack.label}: changed {CANARY} outside the sandbox")
                 canary = _snapshot(CANARY)
