@@ -18,6 +18,7 @@ every attack is contained and that the controls still hold after them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -32,6 +33,7 @@ class Attack:
     label: str  # what it tries, e.g. "forged verdict in an ifdef __ICARUS__ branch"
     answer: str
     task: Task | None = None  # None: the suite's task
+    reason: str | None = None  # a regular expression the feedback must match: it says why it failed
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class SuiteReport:
 
 
 def judge(label: str, outcome: Outcome, reward: float, observation: str, info: dict, service_s: float,
-          timeout_s: float) -> Finding:  # fmt: skip
+          timeout_s: float, reason: str | None = None) -> Finding:  # fmt: skip
     what = f"{outcome.value} (reward {reward:g}) in {service_s:.1f} s"
     if outcome is Outcome.PASS:
         return Finding(label, ESCAPE, f"{what}; feedback: {observation[:300]!r}")
@@ -73,6 +75,8 @@ def judge(label: str, outcome: Outcome, reward: float, observation: str, info: d
         return Finding(label, DEFECT, f"{what}: slower than the step timeout {timeout_s:g} s")
     if not observation.strip() or "Traceback (most recent call last)" in observation:
         return Finding(label, DEFECT, f"{what}: unreadable feedback {observation[:300]!r}")
+    if reason and not re.search(reason, observation):  # failed, but the feedback does not say why
+        return Finding(label, DEFECT, f"{what}: the feedback does not say why ({reason!r}): {observation[:300]!r}")
     return Finding(label, CONTAINED, what)
 
 
@@ -86,7 +90,7 @@ def run_suite(gym: Gym, suite: AttackSuite, pool: object, after_each: object = N
         call.episode.close()
         r = call.result
         findings.append(judge(attack.label, r.outcome, r.reward, r.observation, r.info, call.service_s,
-                              gym.step_timeout_s))  # fmt: skip
+                              gym.step_timeout_s, attack.reason))  # fmt: skip
         if after_each is not None:
             after_each(attack.label)  # type: ignore[operator]
     broken = []

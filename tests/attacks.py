@@ -6,7 +6,8 @@ every attack it asserts:
 
 * it is contained (gyms/attacks.py `judge`): the outcome is `fail` (never `pass`, never `error`)
   within the gym's step timeout plus slack, the gym refused it by its own checks (no
-  `info["gym_exception"]`: its code did not raise), and its feedback is readable;
+  `info["gym_exception"]`: its code did not raise), and its feedback is readable and names the
+  reason where the attack gives one (`Attack.reason`);
 * a canary directory outside every work directory is unchanged;
 
 and after all of them, in the same worker (`GymPool(1)`): a normal good answer still passes

@@ -75,10 +75,56 @@ def attacks(statement: str, name: str) -> list[Attack]:
         Attack("native_decide", "by\n  native_decide"),
         Attack("decide +native", "by\n  decide +native"),
         Attack("ofReduceBool by name", "by\n  exact Lean.ofReduceBool _ _ rfl"),
-        Attack("an axiom before a restated theorem", f"axiom cheat : False\n\n{statement} := cheat.elim"),
         Attack("set_option weakening the kernel", "by\n  set_option debug.skipKernelTC true in\n  exact (sorry : _)"),
         Attack("a changed statement", f"theorem {name} : True := trivial"),
+        *public_hacks(statement, name),
     ]
+
+
+# An axiom `cheat : False`, added to the environment by meta code (`Lean.addDecl`).
+_ADD_CHEAT = "Lean.addDecl (.axiomDecl {name := `cheat, levelParams := [], type := .const ``False [], isUnsafe := false})"
+_BEFORE = "before the theorem"  # extraction's refusal of text before a restated theorem
+_REFUSED = "is not allowed"  # the screen's refusal, or the checker's when the screen is off
+
+
+def public_hacks(statement: str, name: str) -> list[Attack]:
+    """The published ways past Lean proof checkers (axioms, meta code that adds declarations,
+    instances that change what the statement means, `@[csimp]`, kernel-skipping options, a
+    statement that survives only in a comment or string). Each says why it failed."""
+    return [
+        Attack("axiom cheat : False above the statement", f"axiom cheat : False\n\n{statement} := cheat.elim",
+               reason=_BEFORE),
+        Attack("an axiom whose name holds a newline", f"axiom «cheat\n» : False\n\n{statement} := «cheat\n».elim",
+               reason=_BEFORE),
+        Attack("a newline-named axiom used in the proof", "by\n  exact «cheat\n».elim", reason="Unknown identifier"),
+        Attack("run_tac with Lean.addDecl", f"by\n  run_tac ({_ADD_CHEAT} : Lean.CoreM Unit)\n  exact cheat.elim",
+               reason="`run_tac`"),
+        Attack("run_cmd with Lean.addDecl before the statement",
+               f"run_cmd Lean.Elab.Command.liftCoreM ({_ADD_CHEAT})\n\n{statement} := cheat.elim", reason=_BEFORE),
+        Attack("run_cmd with Lean.addDecl after the proof",
+               f"by\n  omega\nrun_cmd Lean.Elab.Command.liftCoreM ({_ADD_CHEAT})", reason="`run_cmd`"),
+        Attack("a local instance Add Nat := Nat.mul above the statement",
+               f"local instance : Add Nat := ⟨Nat.mul⟩\n\n{statement} := by\n  omega", reason=_BEFORE),
+        Attack("an instance attribute inside the proof", "by\n  attribute [local instance] Nat.mul\n  omega",
+               reason=_REFUSED),
+        Attack("@[csimp] with native_decide above the statement",
+               "def f (n : Nat) : Bool := true\ndef g (n : Nat) : Bool := true\n"
+               f"@[csimp] theorem fg : @f = @g := by native_decide\n\n{statement} := by\n  omega", reason=_BEFORE),
+        Attack("native_decide in a helper inside the proof", "by\n  have : (2 : Nat) + 2 = 4 := by native_decide\n  omega",
+               reason="`native_decide`"),
+        Attack("set_option debug.skipKernelTC above the statement",
+               f"set_option debug.skipKernelTC true\n\n{statement} := by\n  omega", reason=_BEFORE),
+        Attack("set_option debug.skipKernelTC in, around a term", "set_option debug.skipKernelTC true in\nby\n  omega",
+               reason="debug.skipKernelTC"),
+        Attack("set_option debug.skipKernelTC in, inside the proof", "by\n  set_option debug.skipKernelTC true in\n  omega",
+               reason="debug.skipKernelTC"),
+        Attack("the statement in a comment, a changed live theorem", f"/- {statement} := -/\ntheorem {name} : True := trivial",
+               reason="statement was changed"),
+        Attack("the statement in a string, a changed live theorem",
+               f'theorem {name} : "{statement}".length > 0 := by decide', reason="statement was changed"),
+        Attack("the statement in a comment after the proof, a live theorem after it",
+               f"by\n  omega -- {statement}\ntheorem {name}\u2032 : False := by\n  omega", reason=_REFUSED),
+    ]  # fmt: skip
 
 
 def test_reward_hacks_fail_and_leave_nothing_behind(wasm_lean) -> None:  # noqa: F811
@@ -92,6 +138,15 @@ def test_reward_hacks_fail_and_leave_nothing_behind(wasm_lean) -> None:  # noqa:
     assert_attacks_fail(gym, other, hacks, good=other.reference, bad=other.metadata["wrong"][0])
 
 
+def _refused_by_the_checker(gym: LeanGym, target, answers: list[Attack]) -> list[str]:
+    problems = []
+    for attack in answers:
+        result = gym.open(target).step(attack.answer)
+        if result.outcome.value != "fail" or result.info.get("stage") == "screen":
+            problems.append(f"{attack.label}: {result.outcome.value} {result.observation[:200]!r}")
+    return problems
+
+
 def test_the_checker_alone_refuses_every_hack(wasm_lean, monkeypatch) -> None:  # noqa: F811
     """The same hacks with the text screen switched off: the guarantee rests on the checker's
     own parse (and on extraction and the size cap), not on the screen."""
@@ -100,9 +155,23 @@ def test_the_checker_alone_refuses_every_hack(wasm_lean, monkeypatch) -> None:  
     monkeypatch.setattr(episode, "screen", lambda proof: [])
     gym = LeanGym()
     target = gym.tasks()[0]
-    problems = []
-    for attack in attacks(target.metadata["statement"], target.metadata["name"]):
-        result = gym.open(target).step(attack.answer)
-        if result.outcome.value != "fail" or result.info.get("stage") == "screen":
-            problems.append(f"{attack.label}: {result.outcome.value} {result.observation[:200]!r}")
+    hacks = attacks(target.metadata["statement"], target.metadata["name"])
+    problems = _refused_by_the_checker(gym, target, hacks)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_checker_refuses_the_whole_answer_as_a_proof(wasm_lean, monkeypatch) -> None:  # noqa: F811
+    """Screen and extraction both switched off: the checker gets each hack's whole text as the
+    proof (an axiom, `run_cmd`, an instance or a theorem before or after it included). Lean's
+    parse of `<statement> :=` followed by it must still refuse or fail it, so the hacks that
+    extraction stops above (text before a restated theorem) are not safe by extraction alone."""
+    import gyms.lean.episode as episode
+    from gyms.lean.extract import MAX_PROOF_CHARS, Proof, normalise
+
+    monkeypatch.setattr(episode, "screen", lambda proof: [])
+    monkeypatch.setattr(episode, "extract_proof", lambda answer, statement, name: Proof(normalise(answer)))
+    gym = LeanGym()
+    target = gym.tasks()[0]
+    hacks = [a for a in attacks(target.metadata["statement"], target.metadata["name"]) if len(a.answer) <= MAX_PROOF_CHARS]
+    problems = _refused_by_the_checker(gym, target, hacks)
     assert not problems, "\n".join(problems)

@@ -136,15 +136,31 @@ def test_lean_json_output_is_read_line_by_line() -> None:
     assert json_lines(out) == [Message("info", 1, 0, "hi")]
 
 
-def test_the_last_print_axioms_answer_wins() -> None:
+def test_every_print_axioms_answer_counts() -> None:
+    """A proof can log a message shaped like `#print axioms`'s answer (`trace`), before or after
+    the real one: the answers are merged, so a forged one never hides an axiom the real one lists."""
     fake = Message("info", 5, 0, "'t' depends on axioms: [propext]")
+    none = Message("info", 11, 0, "'t' does not depend on any axioms")
     real = Message("info", 9, 0, "'t' depends on axioms: [propext, sorryAx]")
     other = Message("warning", 1, 0, "unused variable")
-    axioms, rest = axioms_from_messages([fake, other, real], "t")
-    assert axioms == [Axiom("propext"), Axiom("sorryAx")]
-    assert rest == [other]
+    for order in ([fake, other, real], [real, other, fake], [none, real], [real, none]):
+        axioms, rest = axioms_from_messages(order, "t")
+        assert axioms is not None and Axiom("sorryAx") in axioms, order
+        assert rest == [m for m in order if m not in (fake, real, none)]
+        assert not judge([], axioms, True).accepted
+    assert axioms_from_messages([fake, real], "t")[0] == [Axiom("propext"), Axiom("sorryAx")]
     assert axioms_from_messages([Message("info", 1, 0, "'t' does not depend on any axioms")], "t")[0] == []
     assert axioms_from_messages([other], "t")[0] is None
+
+
+def test_an_axiom_name_with_a_newline_or_comma_is_not_a_standard_axiom() -> None:
+    """`#print axioms` prints quoted names as they are, newlines included (`«cheat\n»`)."""
+    for printed in ("[propext, «cheat\n»]", "[«propext,\nClassical.choice»]", "[«cheat\n», Quot.sound]"):
+        axioms, _ = axioms_from_messages([Message("info", 9, 0, f"'t' depends on axioms: {printed}")], "t")
+        assert axioms, printed
+        assert not judge([], axioms, True).accepted, printed
+    standard = Message("info", 9, 0, "'t' depends on axioms: [propext,\n Quot.sound]")
+    assert judge([], axioms_from_messages([standard], "t")[0], True).accepted
 
 
 # -- acceptance --------------------------------------------------------------------------------

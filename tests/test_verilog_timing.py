@@ -190,7 +190,7 @@ BENCHES = ["sv", pytest.param("cocotb", marks=needs_cocotb)]
 
 @pytest.fixture(scope="module", params=BENCHES)
 def builtin_gym(request: pytest.FixtureRequest) -> VerilogGym:
-    return VerilogGym(tasks="adder8,counter_mod10", testbench=request.param, sim_timeout_s=10)
+    return VerilogGym(tasks="adder8,counter_mod10,ticker,updown_counter8", testbench=request.param, sim_timeout_s=10)
 
 
 def stepped(gym: VerilogGym, design: DesignTask, code: str):  # noqa: ANN201 - a StepResult
@@ -215,6 +215,51 @@ def test_zero_delay_designs_pass(builtin_gym, label) -> None:
     design, code = ON_TIME[label]
     result = stepped(builtin_gym, design, code)
     assert result.outcome is Outcome.PASS, result.observation
+
+
+# Registered outputs between the inputs' change and the rising edge, which the benches once left
+# unchecked: each design equals the counter's register at every instant from the edge on.
+_COUNTER_ON_WIRES = COUNTER.reference.replace("output reg [3:0] count,", "output [3:0] count,").replace(
+    "  assign tc = (count == 4'd9);\n", "  reg [3:0] q;\n  assign tc = (count == 4'd9);\n  {drive}\n").replace(
+    "count <=", "q <=").replace("(count == 4'd9) ?", "(q == 4'd9) ?").replace("count + 4'd1", "q + 4'd1")
+BEFORE_THE_EDGE = {
+    "a synchronous reset that clears the count at once (from the input)":
+        _COUNTER_ON_WIRES.replace("{drive}", "assign count = rst ? 4'd0 : q;"),
+    "a register that changes without a clock edge (an asynchronous reset the spec does not ask for)":
+        COUNTER.reference.replace("always @(posedge clk)", "always @(posedge clk or posedge rst)"),
+}
+TICKER = builtin_tasks()["verilog/sequential/ticker"]  # a Mealy output: tick follows `period`
+UPDOWN = builtin_tasks()["verilog/sequential/updown_counter8"]  # an asynchronous reset
+
+
+@needs_icarus
+@pytest.mark.parametrize("label", BEFORE_THE_EDGE)
+def test_a_registered_output_that_moves_before_the_edge_fails(builtin_gym, label) -> None:
+    code = BEFORE_THE_EDGE[label]
+    assert "{drive}" not in code and code != COUNTER.reference
+    result = stepped(builtin_gym, COUNTER, code)
+    assert result.outcome is Outcome.FAIL, result.observation
+    assert "being a registered output, it changed without a clock edge" in result.observation
+
+
+@needs_icarus
+@pytest.mark.parametrize("design", [COUNTER, TICKER, UPDOWN], ids=lambda d: d.name)
+def test_registered_mealy_and_asynchronously_reset_references_pass(builtin_gym, design) -> None:
+    result = stepped(builtin_gym, design, design.reference)
+    assert result.outcome is Outcome.PASS, result.observation
+
+
+@needs_icarus
+def test_the_trace_check_fails_a_registered_output_wrong_until_the_next_edge(eval_gym) -> None:
+    """Under the VerilogEval trace every time step is compared, so an output wrong only from an
+    input's change until the next rising edge fails there too; the reference passes."""
+    stale = glitching((FIXTURES / "Prob002_count_down_ref.sv").read_text().replace("RefModule", "TopModule"),
+                      [PortSpec("clk", "input", 1), PortSpec("load", "input", 1), PortSpec("d", "input", 4),
+                       PortSpec("q", "output", 4)],
+                      "initial forever begin @(load or d); wrong = 1'b1; @(posedge clk); wrong = 1'b0; end")
+    result = traced(eval_gym, "Prob002_count_down", stale)
+    assert result.outcome is Outcome.FAIL, result.observation
+    assert "MISMATCH" in result.observation
 
 
 @pytest.mark.slow

@@ -149,7 +149,10 @@ def json_lines(text: str) -> list[Message]:
 def axioms_from_messages(messages: Iterable[Message], name: str) -> tuple[list[Axiom] | None, list[Message]]:
     """Split the answer of `#print axioms name` from the other messages.
 
-    Returns (axioms, rest); axioms is None when no such answer is among the messages.
+    Returns (axioms, rest); axioms is None when no such answer is among the messages. Several
+    answers are merged: the proof can log an info message of the same shape (`trace "..."`),
+    before or after the real one, and a forged "does not depend on any axioms" must not hide
+    what the real answer lists; a forged answer can only add names, which fails the proof.
     """
     axioms: list[Axiom] | None = None
     rest = []
@@ -157,9 +160,12 @@ def axioms_from_messages(messages: Iterable[Message], name: str) -> tuple[list[A
         depends = _DEPENDS.match(m.data.strip()) if m.severity == "info" else None
         none = _NO_AXIOMS.match(m.data.strip()) if m.severity == "info" else None
         if depends and depends["name"] == name:
-            axioms = [Axiom(a.strip()) for a in depends["axioms"].split(",") if a.strip()]
+            # A name that holds a comma or a newline (`«a, b»`, `«cheat\n»`) splits into pieces
+            # that are no standard axiom's name, so it is refused, never read as a standard one.
+            found = [Axiom(a.strip()) for a in depends["axioms"].split(",") if a.strip()]
+            axioms = list(dict.fromkeys([*(axioms or []), *found]))
         elif none and none["name"] == name:
-            axioms = []
+            axioms = axioms or []
         else:
             rest.append(m)
     return axioms, rest

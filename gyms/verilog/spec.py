@@ -11,6 +11,8 @@ Timing contract of the generated testbenches (clocked tasks; docs/gyms/verilog.m
   t = 10i + 1   inputs of cycle i are applied (reset included: it is an ordinary input)
   t = 10i + 5   clock rises: from here until the next inputs at 10i + 11, the outputs must
                 hold `model.step(inputs_i)` (any change after this time step fails)
+  registered outputs (all but `mealy`) must not change from 10i + 1 until that rising edge
+                (except while an asynchronous reset is asserted)
 So `step` applies one rising edge with the cycle's inputs and returns the outputs seen just
 after it, with those inputs still applied (Mealy outputs see them too). Combinational tasks
 apply inputs at 10i + 1 and must hold the model's outputs from then until 10i + 11. An output
@@ -81,6 +83,9 @@ class Reset:
     name: str
     active: int = 1  # the level that resets
     rate: float = 0.02  # chance of a reset in any later cycle
+    # An asynchronous reset takes registered outputs to their reset values as soon as it is
+    # asserted, before the edge; the testbenches allow that change in the cycles it is asserted.
+    asynchronous: bool = False
 
 
 Stimulus = Callable[[random.Random], Iterator[Inputs]]
@@ -113,6 +118,10 @@ class DesignTask:
     # (microseconds, measured on the project's machine); the heavy suite sizes each task's
     # simulation timeout from it (gym.py). None: the gym-wide per-vector allowance.
     cycle_cost_us: float | None = None
+    # Outputs of a clocked task that follow its inputs before the rising edge (Mealy outputs).
+    # Every other output is registered: between the inputs' change and the rising edge it must
+    # keep the previous cycle's value (docs/gyms/verilog.md, "Timing contract").
+    mealy: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -126,6 +135,14 @@ class DesignTask:
             raise ValueError(f"task {self.name}: reset {self.reset.name!r} is not a port")
         if not self.outputs:
             raise ValueError(f"task {self.name}: a task needs at least one output")
+        unknown = set(self.mealy) - {p.name for p in self.outputs}
+        if unknown:
+            raise ValueError(f"task {self.name}: mealy names {sorted(unknown)}, which are not outputs")
+
+    @property
+    def registered(self) -> tuple[bool, ...]:
+        """Per output: whether it may change only at a rising edge (or an asynchronous reset)."""
+        return tuple(self.clock is not None and p.name not in self.mealy for p in self.outputs)
 
     @property
     def id(self) -> str:

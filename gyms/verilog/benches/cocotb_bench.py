@@ -102,6 +102,9 @@ def bench_files(task: DesignTask, job: Job, waves: bool, simulator: str) -> None
         "clock": task.clock,
         "inputs": [[p.name, p.width] for p in task.inputs],
         "outputs": [[p.name, p.width] for p in task.outputs],
+        # Per output: it may change only at a rising edge (docs/gyms/verilog.md, "Timing contract").
+        "registered": list(task.registered),
+        "async_reset": [task.reset.name, task.reset.active] if task.reset and task.reset.asynchronous else None,
         "stimulus": STIMULUS,
         "outputs_file": OUTPUTS,
     }

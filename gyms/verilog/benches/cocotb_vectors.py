@@ -4,7 +4,8 @@ SystemVerilog testbench (see `testbench.py`), driven from Python through cocotb 
 Like that testbench it only applies the stimulus and records the design's outputs, one line
 per vector in `outputs.txt`, with one bit per output saying whether it changed inside the
 vector's window (after the rising edge, or the inputs of a combinational task, and before the
-next inputs); the host compares them with the golden model. Nothing here knows an expected
+next inputs) or, for a registered output, between the inputs and the rising edge; the host
+compares them with the golden model. Nothing here knows an expected
 value, and nothing it prints matters.
 
 This file is copied into the episode's work directory and imported by cocotb inside the
@@ -52,6 +53,8 @@ async def vectors(dut) -> None:  # noqa: ANN001 - cocotb's handle type
         bench = json.load(f)
     inputs, outputs, clock = bench["inputs"], bench["outputs"], bench["clock"]
     stimulus = _words(bench["stimulus"])
+    registered = bench.get("registered") or [False] * len(outputs)
+    reset = bench.get("async_reset")
     clk = getattr(dut, clock) if clock else None
     if clk is not None:
         clk.value = 0
@@ -63,8 +66,14 @@ async def vectors(dut) -> None:  # noqa: ANN001 - cocotb's handle type
         for word in stimulus:
             for name, value in _fields(word, inputs).items():
                 getattr(dut, name).value = value
+            applied = get_sim_time("step")
+            early = [False] * len(outputs)
             if clk is not None:
                 await Timer(4, "ns")
+                # A registered output may not change between the inputs and the rising edge,
+                # except while an asynchronous reset is asserted.
+                resetting = reset is not None and _fields(word, inputs)[reset[0]] == reset[1]
+                early = [r and not resetting and at >= applied for r, at in zip(registered, changed)]
                 clk.value = 1
             due = get_sim_time("step")  # the golden model's values hold from this step on
             if clk is not None:
@@ -75,5 +84,5 @@ async def vectors(dut) -> None:  # noqa: ANN001 - cocotb's handle type
                 await Timer(10, "ns")
             # The window ends as the next inputs are applied: record, then go on.
             values = [_bits(getattr(dut, name), width) for name, width in outputs]
-            moved = "".join("1" if at > due else "0" for at in changed)
+            moved = "".join("1" if at > due or e else "0" for at, e in zip(changed, early))
             out.write(" ".join([*values, moved]) + "\n")

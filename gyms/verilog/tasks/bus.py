@@ -78,8 +78,9 @@ TASKS = [
         "0 (combinational). `presetn` is an asynchronous, active-low reset that clears CTRL, DATA and SCRATCH.",
         ports=(In("pclk"), In("presetn"), In("psel"), In("penable"), In("pwrite"), In("paddr", 4),
                In("pwdata", 8), Out("prdata", 8), Out("pready"), Out("pslverr")),  # fmt: skip
+        mealy=("prdata", "pslverr"),  # combinational from the inputs, as the spec says
         clock="pclk",
-        reset=Reset("presetn", active=0, rate=0.005),
+        reset=Reset("presetn", active=0, rate=0.005, asynchronous=True),
         reference="""module TopModule (
   input pclk,
   input presetn,
@@ -140,6 +141,7 @@ endmodule
         "0. `rst` is synchronous, active high, and clears `out_valid`.",
         ports=(In("clk"), In("rst"), In("in_valid"), In("in_data", 8), In("out_ready"), Out("in_ready"),
                Out("out_valid"), Out("out_data", 8)),  # fmt: skip
+        mealy=("in_ready",),  # combinational from the inputs, as the spec says
         clock="clk",
         reset=Reset("rst", rate=0.01),
         reference="""module TopModule (

@@ -611,8 +611,9 @@ TASKS = [
         spec=TIMER_SPEC,
         ports=(In("pclk"), In("presetn"), In("psel"), In("penable"), In("pwrite"), In("paddr", 8), In("pwdata", 32),
                Out("prdata", 32), Out("pready"), Out("pslverr"), Out("irq")),  # fmt: skip
+        mealy=("prdata", "pslverr"),  # combinational from the inputs, as the spec says
         clock="pclk",
-        reset=Reset("presetn", active=0),
+        reset=Reset("presetn", active=0, asynchronous=True),
         model=TimerBank,
         stimulus=_timer_stimulus,
         vectors=150_000,

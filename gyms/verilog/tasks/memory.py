@@ -98,6 +98,7 @@ TASKS = [
         "is register `raddr_b`, continuously. There is no reset.",
         ports=(In("clk"), In("we"), In("waddr", 3), In("wdata", 8), In("raddr_a", 3), In("raddr_b", 3),
                Out("rdata_a", 8), Out("rdata_b", 8)),  # fmt: skip
+        mealy=("rdata_a", "rdata_b"),  # combinational from the inputs, as the spec says
         clock="clk",
         reference="""module TopModule (
   input clk,

@@ -202,7 +202,7 @@ endmodule
         "is 0), wrapping around; else it holds.",
         ports=(In("clk"), In("rst_n"), In("load"), In("en"), In("up"), In("d", 8), Out("q", 8)),
         clock="clk",
-        reset=Reset("rst_n", active=0),
+        reset=Reset("rst_n", active=0, asynchronous=True),
         reference="""module TopModule (
   input clk,
   input rst_n,
@@ -360,6 +360,7 @@ endmodule
         "rising edge; the synchronous active-high `rst` sets it to 0. The output `pwm` is 1 whenever `cnt` "
         "is less than the current `duty` input (a combinational comparison), so duty 0 is always off.",
         ports=(In("clk"), In("rst"), In("duty", 8), Out("cnt", 8), Out("pwm")),
+        mealy=("pwm",),  # combinational from the inputs, as the spec says
         clock="clk",
         reset=Reset("rst", rate=0.003),
         reference="""module TopModule (
@@ -389,6 +390,7 @@ endmodule
         "`tick` is 1 whenever `count` >= `period` (combinational, using the current `period`), so with a "
         "steady period P the design ticks once every P+1 cycles.",
         ports=(In("clk"), In("rst"), In("period", 8), Out("count", 8), Out("tick")),
+        mealy=("tick",),  # combinational from the inputs, as the spec says
         clock="clk",
         reset=Reset("rst", rate=0.01),
         reference="""module TopModule (
