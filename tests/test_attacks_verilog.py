@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from attacks import CANARY, Attack, assert_attacks_fail, prepare_canary
+from attacks import CANARY, Attack, assert_attacks_fail, assert_suite_holds, prepare_canary
 from conftest import needs_icarus, needs_verilator
 from test_verilog_conformance import needs_cocotb
 from test_verilog_timing import GLITCHES, LATE, glitching, ports_of
@@ -18,55 +18,12 @@ from gyms.base import Outcome
 from gyms.sandbox import SandboxRun
 from gyms.verilog import VerilogGym
 from gyms.verilog.answers.candidates import answer
+from gyms.verilog.attacks import ADDER, WRONG
 from gyms.verilog.benches import make_bench
 from gyms.verilog.benches.recorded import NoVerdict
 from gyms.verilog.episode import _log
-from gyms.verilog.tasks import builtin_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
-ADDER = builtin_tasks()["verilog/arithmetic/adder8"].reference
-HEADER = "module TopModule (input [7:0] a, input [7:0] b, input cin, output [7:0] sum, output cout);\n"
-WRONG = HEADER + "  assign {cout, sum} = a + b;\n"  # forgets the carry in
-
-
-def wrong(extra: str) -> str:
-    """A wrong adder with the attack's code inside it, answered as a model would."""
-    return answer(WRONG + extra + "\nendmodule\n")
-
-
-# What every attack on a built-in task tries; the simulator-specific ones are added below.
-BUILTIN_ATTACKS = [
-    Attack("forged CHECKS verdict in a final block", wrong('  final $display("CHECKS 0 passed=400 total=400");')),
-    Attack("forged verdict in an ifdef __ICARUS__ branch",
-           wrong('`ifdef __ICARUS__\n  final $display("CHECKS 0 passed=400 total=400");\n`endif')),
-    Attack("$finish hidden in an ifdef VERILATOR branch", wrong("`ifdef VERILATOR\n  initial #1 $finish;\n`endif")),
-    Attack("a macro with line continuations builds $fopen",
-           wrong('`define OPEN(f) $``fopen \\\n (f)\n  integer fd; initial fd = `OPEN("/etc/passwd");')),
-    Attack("escaped identifier runs as a system task", wrong('  initial \\$display ("CHECKS 0 passed=400 total=400");')),
-    Attack("system task in an attribute", wrong('  (* keep = $system("touch /tmp/heavygym-canary/x") *) wire w;')),
-    Attack("read the stimulus with $readmemh",
-           wrong('  reg [16:0] m [0:399]; initial $readmemh("stim.hex", m);')),
-    Attack("read /etc/passwd with $fopen and print it",
-           wrong('  integer fd, c; initial begin fd = $fopen("/etc/passwd", "r"); c = $fgetc(fd); $display("%c", c); end')),
-    Attack("write the canary with $fopen", wrong('  integer fd; initial fd = $fopen("/tmp/heavygym-canary/victim.txt", "w");')),
-    Attack("hierarchical reference to the testbench", wrong("  wire [16:0] peek = heavygym_tb.stimulus[0];")),
-    Attack("hierarchical reference in a generate branch slang thinks inactive",
-           wrong("  generate if (1'b0) begin : g wire [7:0] t = heavygym_tb.i; end endgenerate")),
-    Attack("force the outputs from inside", answer(HEADER + "  assign {cout, sum} = a + b;\n  initial force sum = 8'd0;\nendmodule\n")),
-    Attack("plusargs", wrong('  reg [63:0] n; initial if ($value$plusargs("nonce=%h", n)) $display("%h", n);')),
-    Attack("$finish early so the testbench records too few vectors", wrong("  initial #20 $finish;")),
-    Attack("$c runs a shell writing the compiler cache",
-           wrong('  initial $c("system(\\"touch /var/tmp/heavygym-ccache/poison /tmp/heavygym-canary/x\\")");')),
-    Attack("DPI import of system()", wrong('  import "DPI-C" function int system(input string cmd);')),
-    Attack("Traceback text to look like an infrastructure error",
-           wrong('  initial $display("Traceback (most recent call last):\\n  File \\"cocotb\\" ERROR test failed");')),
-    Attack("nesting deep enough to crash the parser", answer(HEADER + "  initial " + "begin " * 3000 + "end " * 3000
-                                                              + "\n  assign {cout, sum} = a + b;\nendmodule\n")),
-    Attack("catastrophic backtracking markup", "<think>" * 3000 + "```verilog\nmodule m(" * 2000 + "`" * 4000),
-    Attack("oversized answer", answer(ADDER) + "\n" + "a(" * 200_000),
-]
-
-
 @pytest.fixture(scope="module", autouse=True)
 def canary() -> None:
     prepare_canary()
@@ -75,14 +32,16 @@ def canary() -> None:
 @needs_icarus
 def test_attacks_on_builtin_tasks_fail_on_icarus() -> None:
     gym = VerilogGym(tasks="adder8", sim_timeout_s=2)
-    assert_attacks_fail(gym, gym.tasks()[0], BUILTIN_ATTACKS, answer(ADDER), answer(WRONG + "endmodule\n"))
+    hacks, _ = gym.attack_suites()  # the gym's own suite (gyms/verilog/attacks.py), as `harness gyms attack` runs it
+    assert_suite_holds(gym, hacks)
 
 
 @pytest.mark.slow
 @needs_verilator
 def test_attacks_on_builtin_tasks_fail_on_verilator() -> None:
     gym = VerilogGym(tasks="adder8", simulator="verilator", sim_timeout_s=2)
-    assert_attacks_fail(gym, gym.tasks()[0], BUILTIN_ATTACKS, answer(ADDER), answer(WRONG + "endmodule\n"))
+    hacks, _ = gym.attack_suites()
+    assert_suite_holds(gym, hacks)
     assert not Path("/var/tmp/heavygym-ccache/poison").exists()
 
 

@@ -9,51 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from attacks import Attack, assert_attacks_fail, prepare_canary
+from attacks import Attack, assert_attacks_fail, assert_suite_holds, prepare_canary
 from conftest import needs_icarus
 
 from gyms.base import Outcome
 from gyms.pool import GymPool
 from gyms.verilog import VerilogGym
 from gyms.verilog.answers.candidates import answer
-from gyms.verilog.tasks import builtin_tasks
+from gyms.verilog.attacks import ADD, ANSI, BUS, NON_ANSI, adder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verilog"
-ADDER = builtin_tasks()["verilog/arithmetic/adder8"].reference
-ADD = "  assign {cout, sum} = a + b + cin;\n"
-WRONG_ADD = "  assign {cout, sum} = a + b;\n"  # forgets the carry in
-BUS = "interface bus_if;\n  logic [7:0] v;\n  modport in (input v);\nendinterface\n"
-
-
-def adder(ports: str, body: str = WRONG_ADD, before: str = "") -> str:
-    return answer(f"{before}module TopModule ({ports});\n{body}endmodule\n")
-
-
-ANSI = "input [7:0] a, input [7:0] b, input cin, output [7:0] sum, output cout"
-NON_ANSI = "  input [7:0] a, b;\n  input cin;\n  output [7:0] sum;\n  output cout;\n"
-
-PORT_ATTACKS = [
-    Attack("an interface port in place of an input", adder(ANSI.replace("input [7:0] a", "bus_if a"), before=BUS)),
-    Attack("an interface port with a modport", adder(ANSI.replace("input [7:0] a", "bus_if.in a"), before=BUS)),
-    Attack("an extra interface port", adder(ANSI + ", bus_if spare", before=BUS)),
-    Attack("explicit port expressions naming other signals",
-           adder("a, b, cin, .sum(s), .cout(c)", NON_ANSI.replace("sum", "s").replace("cout", "c")
-                 + "  assign {c, s} = a + b;\n")),
-    Attack("a port expression joining two signals", adder("a, b, cin, .sum({hi, lo}), cout",
-           "  input [7:0] a, b;\n  input cin;\n  output [3:0] hi, lo;\n  output cout;\n  assign {cout, hi, lo} = a + b;\n")),
-    Attack("a concatenated port without a name", adder("a, b, cin, {cout, sum}", NON_ANSI + WRONG_ADD)),
-    Attack("a part-select as a port expression", adder("a, b, cin, .sum(w[7:0]), cout",
-           "  input [7:0] a, b;\n  input cin;\n  output [8:0] w;\n  output cout;\n  assign {cout, w} = a + b;\n")),
-    Attack("an empty (null) port", adder(ANSI + ", .spare()")),
-    Attack("a port listed twice", adder("a, b, cin, sum, cout, a", NON_ANSI + WRONG_ADD)),
-    Attack("a ref port", adder(ANSI.replace("input cin", "ref logic cin"))),
-    Attack("an unpacked array output", adder(ANSI.replace("output [7:0] sum", "output logic sum [8]"),
-           "  assign cout = 1'b0;\n  for (genvar i = 0; i < 8; i++) assign sum[i] = a[i] ^ b[i];\n")),
-    Attack("a real output", adder(ANSI.replace("output cout", "output real cout"), "  assign sum = a + b;\n"
-                                  "  assign cout = 0.0;\n")),
-    Attack("a string input", adder(ANSI.replace("input cin", "input string cin"), "  assign {cout, sum} = a + b;\n")),
-    Attack("an event port", adder(ANSI.replace("input cin", "input event cin"), "  assign {cout, sum} = a + b;\n")),
-]
 
 # Ordinary port styles a correct design may use: each passes, on every bench.
 PORT_STYLES = {
@@ -77,8 +42,8 @@ def canary() -> None:
 @pytest.mark.parametrize("testbench", ["sv", "cocotb"])
 def test_ports_of_kinds_the_bench_does_not_handle_fail(testbench: str) -> None:
     gym = VerilogGym(tasks="adder8", testbench=testbench, sim_timeout_s=5)
-    task = gym.tasks()[0]
-    assert_attacks_fail(gym, task, PORT_ATTACKS, answer(ADDER), adder(ANSI))
+    _, ports = gym.attack_suites()  # the gym's own suite (gyms/verilog/attacks.py)
+    assert_suite_holds(gym, ports)
 
 
 @needs_icarus

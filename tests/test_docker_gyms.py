@@ -7,7 +7,7 @@ the SystemVerilog bench, is in tests/test_docker_sandbox.py):
 * the verilog gym's verilator/sv, verilator/cocotb and icarus/cocotb configurations step their
   references (a pass) and a mutant on each simulator (a fail) in a pool's worker container, the
   Verilator compiler cache mounted read-only there;
-* the attack suites tests/test_attacks_{math,modelica,lean}.py, every attack of each, fail in a
+* the attack suites of the math, modelica and lean gyms (gyms/*/attacks.py), every attack of each, fail in a
   pool whose worker runs them in its container (tests/attacks.py: a plain `fail`, verdicts
   unaffected after, no work directory or sandbox process left), and no container survives;
 * tests/test_leaks.py's core cases with docker workers: a worker killed mid-step or timed out
@@ -36,13 +36,14 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from attacks import Attack, assert_attacks_fail
+from attacks import Attack, assert_suite_holds
 from test_leaks import opened
 from toy_gyms import FilesGym
 
 import gyms.lean.episode as lean_episode
 from dockerd import REPO, daemon, gym_image  # noqa: F401  (daemon: a fixture)
 from gyms import Outcome, docker_sandbox
+from gyms.attacks import AttackSuite
 from gyms.lean import LeanGym
 from gyms.lean.episode import LeanEpisode
 from gyms.pool import GymPool
@@ -232,11 +233,11 @@ def test_a_warm_checkers_cpu_budget_holds_in_the_container(request):
         sandbox.container.close()
 
 
-def attacks_fail_on_docker(monkeypatch, image: str, gym, task, attacks, good: str, bad: str) -> None:
-    """`assert_attacks_fail` in a pool of docker workers; then its container is gone too."""
+def attacks_fail_on_docker(monkeypatch, image: str, gym, suite: AttackSuite) -> None:
+    """`assert_suite_holds` in a pool of docker workers; then its container is gone too."""
     use_docker(monkeypatch, image)
     with container_starts() as starts:
-        assert_attacks_fail(gym, task, attacks, good, bad)
+        assert_suite_holds(gym, suite)
     assert of_pool(starts, os.getpid(), image), f"the attacks ran in no container of {image}"
     assert pool_containers() == [], "a gym worker's container outlived the pool"
 
@@ -246,14 +247,11 @@ def test_the_math_attacks_fail_on_docker(request, monkeypatch):
     ranges, answers that make the grader raise, recurse or hang (its time limit in the
     container), parser and wrapper escapes, oversized answers, forged verdicts, Python for
     sympy's parser, units, bases, implied products, dropped separators, rounded decimals."""
-    from test_attacks_math import WRONG, _attacks
-
     from gyms.math import MathGym
 
     gym = MathGym(size=10, max_turns=1)
-    task = next(t for t in gym.tasks() if t.id == "rg/simple_equations/0000")
-    attacks_fail_on_docker(monkeypatch, image_of(request, "math"), gym, task, _attacks(), task.reference,
-                           f"\\boxed{{{WRONG}}}")  # fmt: skip
+    (suite,) = gym.attack_suites()  # gyms/math/attacks.py
+    attacks_fail_on_docker(monkeypatch, image_of(request, "math"), gym, suite)
 
 
 def test_the_modelica_attacks_fail_on_docker(request, monkeypatch):
@@ -261,18 +259,11 @@ def test_the_modelica_attacks_fail_on_docker(request, monkeypatch):
     forged replies and verdicts, external C code, system calls and file reads (the answer key),
     a stopped or shadowed simulation, a hedge, NaN, a memory bomb, a model that never finishes,
     degenerate and oversized answers."""
-    from test_attacks_modelica import TASK_ID, attacks
-
     from gyms.modelica import ModelicaGym
-    from gyms.modelica.catalog import load_catalog
-    from gyms.modelica.mutations import as_answer
 
     gym = ModelicaGym()
-    task = next(t for t in gym.tasks("train") + gym.tasks("test") if t.id == TASK_ID)
-    spec = next(s for s in load_catalog() if s.id == TASK_ID)
-    old, new = spec.mutations["changed-parameter"]
-    attacks_fail_on_docker(monkeypatch, image_of(request, "modelica"), gym, task, attacks(spec.reference),
-                           as_answer(spec.reference), as_answer(spec.reference.replace(old, new)))  # fmt: skip
+    (suite,) = gym.attack_suites()  # gyms/modelica/attacks.py
+    attacks_fail_on_docker(monkeypatch, image_of(request, "modelica"), gym, suite)
 
 
 class UnscreenedLeanEpisode(LeanEpisode):
@@ -303,7 +294,7 @@ def test_the_lean_attacks_fail_on_docker(request, monkeypatch):
     code hidden from the screen, forged replies on every device, forge-then-exit, host file
     reads, writes into the checker's directory and the canary, degenerate and oversized answers,
     holes, axioms and trusted code in disguise, a changed statement."""
-    from test_attacks_lean import attacks
+    from gyms.lean.attacks import attacks
 
     gym = UnscreenedLeanGym()
     target, other = gym.tasks()[:2]
@@ -312,8 +303,8 @@ def test_the_lean_attacks_fail_on_docker(request, monkeypatch):
     assert lean_episode.screen(hacks[0].answer), "the first attack is one the screen refuses"
     with mock.patch.object(lean_episode, "client", side_effect=Reached), pytest.raises(Reached):
         gym.open(target).evaluate(hacks[0].answer)
-    attacks_fail_on_docker(monkeypatch, image_of(request, "lean"), gym, other, hacks, other.reference,
-                           other.metadata["wrong"][0])  # fmt: skip
+    suite = AttackSuite("unscreened", other, tuple(hacks), str(other.reference), other.metadata["wrong"][0])
+    attacks_fail_on_docker(monkeypatch, image_of(request, "lean"), gym, suite)
 
 
 # -- nothing outlives a docker worker (tests/test_leaks.py's core cases) ------------------------

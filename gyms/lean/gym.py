@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.lean.episode import LeanEpisode, Settings
@@ -53,6 +54,10 @@ NEEDS_MATHLIB = (
     "project=/path/to/a/Lean/project/with/Mathlib"
 )
 _OPTIONS = Options("lean")
+
+
+if TYPE_CHECKING:
+    from gyms.attacks import AttackSuite
 
 
 class LeanGym(Gym):
@@ -162,6 +167,11 @@ class LeanGym(Gym):
     def answer_keys(self) -> list[Path]:
         """The built-in tasks' reference proofs, and a dataset's file or folder."""
         return [CORE_FILE.parent] + ([] if self.source == "core" else [Path(self.source).resolve()])
+
+    def attack_suites(self) -> list[AttackSuite]:
+        from gyms.lean.attacks import suites  # built when asked for: the answers are the suite's own
+
+        return suites(self)
 
     def tools(self) -> list[ToolCheck]:
         return self.settings.make_backend().tools()

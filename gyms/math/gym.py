@@ -9,7 +9,7 @@ from dataclasses import replace
 from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gyms.base import Candidate, Episode, Gym, Outcome, Task, ToolCheck, Verdict
 from gyms.math.extract import extract_answers
@@ -20,6 +20,9 @@ from gyms.options import Options
 from gyms.resources import per_process
 from gyms.sandbox import Sandbox, SandboxError
 from gyms.warm import WALL_PER_CPU, WarmCrash, WarmProcess, WarmTimeout
+
+if TYPE_CHECKING:
+    from gyms.attacks import AttackSuite
 
 REASONING_GYM = "reasoning-gym"
 ADDITION = "addition"
@@ -249,7 +252,7 @@ class MathGym(Gym):
         return [(t.prompt, shortest[t.metadata.get("style", "boxed")].format(rng.choice(answers)))
                 for t in tasks for _ in range(per_task)]  # fmt: skip
 
-    def attack_suites(self) -> list[Any]:
+    def attack_suites(self) -> list[AttackSuite]:
         from gyms.math.attacks import suites  # built when asked for: the answers are the suite's own
 
         return suites(self)

@@ -34,6 +34,7 @@ import fnmatch
 import random
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gyms.base import Candidate, Gym, Task, ToolCheck
 from gyms.options import Options
@@ -50,6 +51,9 @@ from gyms.verilog.episode import Settings, VerilogEpisode
 from gyms.verilog.spec import MODULE
 from gyms.verilog.tasks import SUITES, TASK_DIR, suite_tasks
 from gyms.warm import WALL_PER_CPU
+
+if TYPE_CHECKING:
+    from gyms.attacks import AttackSuite
 
 SPLITS = ("train",)
 # Per-step allowances, measured on 2 cores (docs/gyms/verilog.md): generous, so that a correct
@@ -228,6 +232,11 @@ class VerilogGym(Gym):
         if self.source != "builtin":
             keys.append(Path(self.source.partition(":")[2]).expanduser().resolve())
         return keys
+
+    def attack_suites(self) -> list[AttackSuite]:
+        from gyms.verilog.attacks import suites  # built when asked for: the answers are the suite's own
+
+        return suites(self)
 
     def tools(self) -> list[ToolCheck]:
         return tool_checks(self.simulator, self._bench.package)
