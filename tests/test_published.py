@@ -82,7 +82,7 @@ def test_a_setup_may_carry_its_own_profile_and_a_placement_per_mode(tmp_path: Pa
 def test_one_call_per_start_is_what_keeps_a_batch_in_one_call(tmp_path: Path):
     """verl submits each batch as one generate call. Without the option, the simulated engine starts a
     call with the batch's first request and, once it is full, leaves the rest to a second call with a
-    latency-bound tail of its own: the async step grows by most of a tail (321 s)."""
+    latency-bound tail of its own (321 s), which two async steps in three then pay."""
     steps = {}
     for one_call in (True, False):
         figures = published.predict(_quick(tmp_path, "verl-one-step-off-fsdp2", one_call_per_start=one_call))["figures"]
