@@ -5,8 +5,9 @@ describes the format) is one system's sync and async runs of one configuration: 
 group, response lengths, placement, staleness, accelerators, the trainer's stage times per mode
 (inputs: the simulator does not predict how long training takes) and what the source measured
 (step time, trainer idle ratio, speedup, oscillation). The simulator predicts generation and the
-waits from a hardware profile (trainer/policies/profiles.py) and prints them beside the
-published figures, each idle ratio by the statistic the source used (`idle_statistic`):
+waits from a hardware profile (trainer/policies/profiles.py: a built-in name, a profile JSON, or
+the setup's own figures inline, where no built-in profile fits its hardware) and prints them
+beside the published figures, each idle ratio by the statistic the source used (`idle_statistic`):
 `ratio_of_means` (total wait over total step time, as trainer/metrics.py) or
 `mean_of_step_ratios` (the mean of each step's wait / step time, which an oscillating series
 pulls down).
@@ -25,7 +26,7 @@ from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig, simulate
 from harness.sim.stages import from_profile
 from trainer.metrics import summarize
-from trainer.policies.profiles import load_profile
+from trainer.policies.profiles import HardwareProfile, load_profile
 from trainer.rules.placement import PLACEMENTS
 
 SHIPPED = Path(__file__).parent / "published"
@@ -38,17 +39,21 @@ class Setup:
     name: str
     system: str
     source: dict[str, str]  # citation, url, and where in it each figure is
-    profile: str  # generation rates (a built-in name or a profile JSON)
+    # Generation rates: a built-in name, a profile JSON, or inline (a dict of HardwareProfile's fields:
+    # generate_s_per_token, decode_s_per_token, generate_call_s, ..., with `sources` saying whence each)
+    profile: str | dict[str, Any]
     batch_groups: int
     group_size: int
     response_max: int
     response_mean: int  # assumed where the source gives only the cap: response_mean_note says so
     response_mean_note: str
-    placement: str
+    # Each may be one value for both modes, or {"sync": ..., "async": ...} where the source compares a
+    # colocated sync run with a disaggregated async one on other accelerators (verl's one-step-off table)
+    placement: str | dict[str, str]
     max_staleness: int
     rollout_groups: int | None  # groups generating at once (the rollout's concurrency); None: as RunConfig
-    engines: int
-    trainers: int
+    engines: int | dict[str, int]
+    trainers: int | dict[str, int]
     accelerators: str  # in words: what serves as an engine and a trainer
     stages: dict[str, dict[str, float]]  # per mode: train_time_s, update_weights_s
     published: dict[str, Any]  # per mode: step_time_s, trainer_idle (0-1), oscillation; and speedup
@@ -60,7 +65,24 @@ class Setup:
     # starts at most one new group per this many seconds
     pause_engines_on_update: bool = False
     group_start_interval_s: float = 0.0
+    # its rollout submits the groups that start together as one generate call (verl's one-step-off)
+    one_call_per_start: bool = False
     model_note: str = ""  # why those options, from the source
+
+    def of(self, field: str, mode: str) -> Any:
+        """A field that may be per mode (placement, engines, trainers): its value in `mode`."""
+        value = getattr(self, field)
+        return value[mode] if isinstance(value, dict) else value
+
+    def hardware(self) -> HardwareProfile:
+        """The generation rates: the named profile, or the setup's inline one."""
+        if isinstance(self.profile, dict):
+            return HardwareProfile(**{"name": f"{self.name} (inline)", "description": "", **self.profile})
+        return load_profile(self.profile)
+
+    @property
+    def profile_name(self) -> str:
+        return self.profile if isinstance(self.profile, str) else f"{self.name} (inline)"
 
 
 def names() -> list[str]:
@@ -87,8 +109,22 @@ def _check(setup: Setup, path: Path) -> None:
     def bad(what: str) -> ValueError:
         return ValueError(f"{path} is not a published setup: {what}")
 
-    if setup.placement not in PLACEMENTS:
-        raise bad(f"placement is one of {', '.join(PLACEMENTS)}, got {setup.placement!r}")
+    for field in ("placement", "engines", "trainers"):
+        value = getattr(setup, field)
+        if isinstance(value, dict) and set(value) != set(MODES):
+            raise bad(f"{field} is one value or one per mode (sync and async), got {sorted(value)}")
+    for mode in MODES:
+        placement = setup.of("placement", mode)
+        if placement not in PLACEMENTS:
+            raise bad(f"placement is one of {', '.join(PLACEMENTS)}, got {placement!r}")
+        if not all(isinstance(setup.of(f, mode), int) and setup.of(f, mode) >= 1 for f in ("engines", "trainers")):
+            raise bad(f"engines and trainers ({mode}) must be whole numbers, at least 1")
+        if placement == "colocated" and setup.of("engines", mode) != setup.of("trainers", mode):
+            raise bad(f"colocated ({mode}) is one pool that generates and trains: engines and trainers must be equal")
+    try:
+        setup.hardware()
+    except (TypeError, ValueError) as exc:
+        raise bad(f"profile: {exc}") from None
     for mode in MODES:
         if set(setup.stages.get(mode, {})) != {"train_time_s", "update_weights_s"}:
             raise bad(f"stages.{mode} needs exactly train_time_s and update_weights_s")
@@ -104,8 +140,8 @@ def _check(setup: Setup, path: Path) -> None:
         raise bad("response_mean must be positive and at most response_max")
     if not {"citation", "url"} <= set(setup.source):
         raise bad("source needs citation and url")
-    if setup.pause_engines_on_update and setup.placement != "disaggregated":
-        raise bad("pause_engines_on_update is for disaggregated placement")
+    if setup.pause_engines_on_update and setup.of("placement", "async") != "disaggregated":
+        raise bad("pause_engines_on_update is for disaggregated placement (async), and pauses only there")
     if not setup.group_start_interval_s >= 0:
         raise bad("group_start_interval_s must be 0 or more seconds")
 
@@ -127,7 +163,7 @@ def _card(setup: Setup) -> CostCard:
 
 def predict(setup: Setup) -> dict[str, Any]:
     """Sync and async simulated `seeds` times each; the means of the figures the source reports."""
-    profile = replace(load_profile(setup.profile), response_tokens=setup.response_mean)
+    profile = replace(setup.hardware(), response_tokens=setup.response_mean)
     base = from_profile(profile)
     card = _card(setup)
     figures: dict[str, ModeFigures] = {}
@@ -138,14 +174,17 @@ def predict(setup: Setup) -> dict[str, Any]:
         stages = replace(base, train_fixed_s=Distribution.constant(stage["train_time_s"] - stage["update_weights_s"]),
                          train_s_per_token=0.0, update_weights_s=Distribution.constant(stage["update_weights_s"]))
         runs = []
+        pause = setup.pause_engines_on_update and setup.of("placement", mode) == "disaggregated"
         for seed in range(setup.seeds):
             config = SimConfig(mode=mode, steps=setup.steps, batch_groups=setup.batch_groups,
                                group_size=setup.group_size, max_staleness=setup.max_staleness,
                                rollout_threads=setup.rollout_groups if mode == "async" else None,
-                               engines=setup.engines, trainers=setup.trainers, placement=setup.placement,
+                               engines=setup.of("engines", mode), trainers=setup.of("trainers", mode),
+                               placement=setup.of("placement", mode),
                                gym_workers=setup.batch_groups * setup.group_size, seed=seed,
-                               pause_engines_on_update=setup.pause_engines_on_update,
-                               group_start_interval_s=setup.group_start_interval_s)  # fmt: skip
+                               pause_engines_on_update=pause,
+                               group_start_interval_s=setup.group_start_interval_s,
+                               one_call_per_start=setup.one_call_per_start)  # fmt: skip
             result = simulate(card, stages, config)
             summary = summarize(result)
             measured = result.steps[1:]
@@ -176,7 +215,7 @@ def compare(setup: Setup) -> dict[str, Any]:
                             "step_time_lag1": mine.step_time_lag1},
         }  # fmt: skip
     rows["speedup"] = {"published": setup.published["speedup"], "predicted": predicted["speedup"]}
-    return {"name": setup.name, "system": setup.system, "source": setup.source, "profile": setup.profile, **rows}
+    return {"name": setup.name, "system": setup.system, "source": setup.source, "profile": setup.profile_name, **rows}
 
 
 def lines(result: dict[str, Any]) -> list[str]:

@@ -48,8 +48,9 @@
   round trip, harness/sim/queue.py), counted as their busy time. Fates' gym seconds are service alone.
 
 * What a published system does, where a user states it: `pause_engines_on_update` (disaggregated
-  engines hold their call in progress for the weight load and start none during it) and
-  `group_start_interval_s` (a rollout worker starts at most one group per interval).
+  engines hold their call in progress for the weight load and start none during it),
+  `group_start_interval_s` (a rollout worker starts at most one group per interval) and
+  `one_call_per_start` (the requests of the groups that start together make one engine call).
 
 Events: an engine call ends, an episode's gym step ends, a training step ends. FIFO queue waits
 need no events (harness/sim/queue.py), so a simulated hour of a large cluster takes seconds; the
@@ -83,7 +84,7 @@ from trainer.rules.schedule import DEFAULT_SCHEDULE, slow_first, step_priority
 from trainer.timeline import Timeline
 from trainer.types import Fate
 
-CALL_ENDED, STEPPED, TRAINED, STARTS, PAUSED, RESUMED = 0, 1, 2, 3, 4, 5
+CALL_ENDED, STEPPED, TRAINED, STARTS, PAUSED, RESUMED, CALLS = 0, 1, 2, 3, 4, 5, 6
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,11 @@ class SimConfig:
     # Disaggregated: the rollout engines pause while update_weights loads the new weights into them
     # (slime's engines do): a call in progress is held for the load, and none starts during it
     pause_engines_on_update: bool = False
+    # The requests of the groups that start at one instant make one engine call, as a rollout that
+    # submits a whole batch in one generate call does (verl's one-step-off: one generate_sequences
+    # per step); off, each request finds the engine idle or busy as it comes (the replay policy's
+    # threads): the first starts a call alone, the others join it while it is latency-bound
+    one_call_per_start: bool = False
 
     def __post_init__(self) -> None:
         self.run_config(self.steps)  # RunConfig's checks
@@ -263,6 +269,7 @@ class _Simulation:
         self.paused_until = 0.0  # pause_engines_on_update: the engines load weights until then
         self.next_start = 0.0  # group_start_interval_s: the earliest the next group may start
         self.starts_due = False  # a STARTS event is in the heap
+        self.deferring = False  # one_call_per_start: requests wait for a CALLS event, due at this instant
         self.events: list[tuple[float, int, int, Any]] = []  # (time, tie-break, kind, payload)
         self.seq = itertools.count()
         self.free_threads = run_config.threads
@@ -323,6 +330,10 @@ class _Simulation:
                 self._pause(now, payload)
             elif kind == RESUMED:
                 self._resume(now)
+            elif kind == CALLS:  # the requests of every group started at this instant: one call an idle engine
+                self.deferring = False
+                if now >= self.accelerator_free and now >= self.paused_until:
+                    self._resume(now)
             elif self._trained(now, payload):
                 return self._result(now)
         raise ValueError("the simulated pipeline is stuck: fewer rollout threads than batch_groups never fill a batch")
@@ -336,7 +347,8 @@ class _Simulation:
         # colocated: no joining once training has claimed the accelerator for after this call
         joined = engine.ask(episode, response + self.prefill_s[episode.turn - 1], response * self.stages.decode_factor,
                             now, may_join=now >= self.accelerator_free and now >= self.paused_until)  # fmt: skip
-        if not joined and engine.batch is None and now >= self.accelerator_free and now >= self.paused_until:
+        if (not joined and engine.batch is None and not self.deferring and now >= self.accelerator_free
+                and now >= self.paused_until):  # fmt: skip
             heappush(self.events, (engine.start(now), next(self.seq), CALL_ENDED, engine))
 
     def _start_groups(self, now: float) -> None:
@@ -359,6 +371,9 @@ class _Simulation:
         first = self.books.started
         self.books = self.books.admitted(starting, config.group_size)
         self.free_threads -= starting
+        if config.one_call_per_start and not self.deferring:  # after every event of this instant
+            self.deferring = True
+            heappush(self.events, (now, next(self.seq), CALLS, None))
         for number in range(first, first + starting):
             engine = self.engines[number % config.engines]
             if not self.tracked:
