@@ -12,7 +12,10 @@ work directory. OpenEnv's HTTP `/reset` and `/step` make a new environment per r
 a step names its task (`task_id`) and is a one-turn episode.
 
 Sessions are bounded (`max_sessions`): one over the bound is refused at once with OpenEnv's
-`CAPACITY_REACHED` error. Steps of all sessions share the pool's workers in arrival order.
+`CAPACITY_REACHED` error. No client holds a place by doing nothing: a WebSocket's session is made
+at its first message, and a WebSocket without a reset `RESET_GRACE_S` after it connected is
+closed; a client's sessions made over HTTP and not attached are bounded per peer address
+(`http_sessions_per_client`). Steps of all sessions share the pool's workers in arrival order.
 Request bodies are checked strictly before OpenEnv reads them, so that bad input is a one-line
 4xx, never a 500 (docs/openenv.md has the table).
 """
