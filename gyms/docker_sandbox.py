@@ -17,7 +17,9 @@ read-only root             `--ro-bind / /` (the host's root)    `--read-only` (t
 work directory             the episode's /dev/shm dir, bound    the worker's /dev/shm root (see below),
                                                                 bound at the same path; file size capped
                                                                 by RLIMIT_FSIZE in both
-/tmp                       host /tmp, read-only                 `--tmpfs /tmp` capped at `Limits.file_mb`
+/tmp                       host /tmp, read-only                 `--tmpfs /tmp` capped at 64 MB; it and
+                                                                /dev/mqueue emptied at each episode's start
+                                                                (`Container.empty_tmp`)
 memory                     RLIMIT_AS per command                RLIMIT_AS per command (same `prlimit`) and
                                                                 `--memory` (= `--memory-swap`) per container,
                                                                 the image's `heavygym.memory_mb` or 2 GB
@@ -158,6 +160,10 @@ MEMORY_LABEL = "heavygym.memory_mb"
 PIDS = int(os.environ.get("HEAVYGYM_DOCKER_PIDS", "256"))
 CPUS = os.environ.get("HEAVYGYM_DOCKER_CPUS", "1")
 TMP_MB = 64
+# What a command can write in its container outside its work directory (the root is read-only):
+# emptied at each episode's start (`Container.empty_tmp`). /dev/mqueue: POSIX message queues,
+# which the container's IPC namespace keeps from one exec to the next.
+EPISODE_PATHS = ("/tmp", "/dev/mqueue")
 _DOCKER_TIMEOUT_S = 60.0  # one docker CLI call that is not a sandboxed command
 
 
@@ -486,6 +492,19 @@ def _sweep_pool_dirs() -> None:
 
 # -- the container ------------------------------------------------------------------------------
 
+def _empty_through_proc(pid: int) -> bool:
+    """Remove what is in the container's `EPISODE_PATHS` from the host, through its pid 1's root;
+    False where that cannot be done (not root; the container gone)."""
+    try:
+        for path in EPISODE_PATHS:
+            top = Path(f"/proc/{pid}/root{path}")
+            for name in os.listdir(top):
+                hostfs.remove_tree(top / name)
+    except OSError:
+        return False
+    return True
+
+
 _names = itertools.count()
 
 
@@ -509,6 +528,7 @@ class Container:
         self.root = pool_dir()
         self.id: str | None = None
         self.cgroup = Cgroup()  # the running container's, found at its start
+        self.pid: int | None = None  # its pid 1 on this host, where its cgroup says it is the container's
         self.closed = False
         self._lock = threading.Lock()
         util.Finalize(self, self.close, exitpriority=10)
@@ -539,8 +559,38 @@ class Container:
             if done.returncode != 0:
                 raise SandboxError(f"could not start a container of {self.image}: {done.stderr.strip()}")
             self.id = done.stdout.strip()
-            self.cgroup = cgroups_of([self.id]).get(self.id, Cgroup())  # once per container
+            found = docker("inspect", "--format", "{{.State.Pid}}", self.id, check=False).stdout.strip()
+            pid = int(found) if found.isdigit() and int(found) > 0 else None
+            self.cgroup = cgroup_of(self.id, pid) if pid else Cgroup()  # once per container
+            # Its pid 1 here, where its cgroup shows the pid is the container's on this host.
+            self.pid = pid if self.cgroup != Cgroup() else None
             return self.id
+
+    def empty_tmp(self, user: str) -> None:
+        """Empty the warm container's /tmp and /dev/mqueue (`EPISODE_PATHS`): a new episode starts
+        (`Sandbox.workdir`) and must find nothing an earlier episode left there. Nothing a gym runs
+        keeps anything there between commands (under bwrap /tmp is read-only; an episode's next
+        turn may run in another worker's container), so emptying them at any episode's start is
+        safe. Where this host sees the container (its pid 1 here, as root) the host removes what
+        is there through /proc/PID/root, following no link (`hostfs`): no docker call, and nothing
+        to do when they are empty. Otherwise one `docker exec` as `user` (the uid every command
+        runs as without root) opens and removes what is there; no capability can be had inside
+        (`docker exec --privileged` is refused under no-new-privileges). If they cannot be
+        emptied (files of another uid; a process that outlived its episode keeps writing), the
+        container is removed: the next command starts a fresh, empty one."""
+        cid, pid = self.id, self.pid
+        if cid is None:
+            return  # no container yet: the next one starts empty
+        if pid is not None and _empty_through_proc(pid):
+            return
+        script = ("find /tmp /dev/mqueue -mindepth 1 -type d -exec chmod u+rwx {} + 2>/dev/null; "
+                  "find /tmp /dev/mqueue -mindepth 1 -delete")  # fmt: skip
+        try:
+            emptied = docker("exec", "-u", user, cid, "sh", "-c", script, timeout=20, check=False).returncode == 0
+        except DockerUnavailable:
+            emptied = False
+        if not emptied:
+            self.discard()
 
     def meter(self) -> Meter:
         """A meter of the running container's usage (`Sandbox.run`, just before a command)."""
@@ -579,7 +629,7 @@ class Container:
         """Remove the container (the next command starts another); the work directories stay."""
         with self._lock:
             cid, self.id = self.id, None
-            self.cgroup = Cgroup()
+            self.cgroup, self.pid = Cgroup(), None
         if cid is not None:
             try:
                 _remove([cid])

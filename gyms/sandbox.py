@@ -320,6 +320,10 @@ class Sandbox:
         if self.drops_root:
             # pid and a per-process counter make the uid unique among live sandboxes.
             uid = uids_of(os.getpid()).start + next(_uid_counter) % 1000
+        if self.container is not None:
+            # An episode starts: nothing earlier episodes left in the warm container's /tmp stays
+            # (its work directory is new; under bwrap /tmp is read-only and /dev/shm new per run).
+            self.container.empty_tmp(f"{os.getuid()}:{os.getgid()}")
         return Workdir(prefix, uid, self.container.root if self.container is not None else None)
 
     def command(

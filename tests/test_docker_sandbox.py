@@ -345,6 +345,39 @@ def reported_cpu_s(times_output: str) -> float:
     return total
 
 
+@pytest.mark.parametrize("way", ["host", "docker exec"])
+def test_each_episode_starts_with_an_empty_tmp_in_the_warm_container(sandbox, way, monkeypatch):
+    """What one episode leaves in the warm container's /tmp (a file, a hidden one, a directory of
+    mode 0 with a file in it) and /dev/mqueue (a queue) is gone when the next episode starts:
+    emptied by the host through the container's /proc/PID/root (as root here), or, where the host
+    cannot see it, by a `docker exec`, or else by replacing the container."""
+    with sandbox.workdir() as first:
+        left = run(sandbox, first, "echo secret > /tmp/left; echo x > /tmp/.hidden; mkdir -p /tmp/d/e; "
+                                   "echo y > /tmp/d/e/f; chmod 0 /tmp/d; : > /dev/mqueue/q; echo $HOME $TMPDIR; "
+                                   "ls -A /tmp /dev/mqueue")  # fmt: skip
+        assert left.ok and left.stdout.split()[2:] == ["/dev/mqueue:", "q", "/tmp:", ".hidden", "d", "left"], left.output
+        assert left.stdout.split()[:2] == [str(first.path)] * 2  # HOME and TMPDIR: the episode's own directory
+        container = sandbox.container.id
+        if way == "docker exec":
+            monkeypatch.setattr(docker_sandbox, "_empty_through_proc", lambda pid: False)  # as where the host cannot
+    with sandbox.workdir() as second:
+        seen = run(sandbox, second, "ls -A /tmp /dev/mqueue .; echo end")
+        assert seen.ok and seen.stdout.split() == [".:", "/dev/mqueue:", "/tmp:", "end"], seen.output
+        if way == "host":
+            assert sandbox.container.id == container, "the warm container was replaced, not emptied"
+        assert not first.path.exists()
+
+
+def test_an_empty_tmp_costs_no_docker_call(sandbox, workdir, monkeypatch):
+    assert run(sandbox, workdir, "ls -A /tmp").stdout == ""
+    if sandbox.container.pid is None:
+        pytest.skip("this host cannot see the container's /tmp (its cgroup is out of reach)")
+    calls = []
+    monkeypatch.setattr(docker_sandbox, "docker", lambda *args, **kw: calls.append(args))
+    sandbox.container.empty_tmp("65534:65534")
+    assert calls == []
+
+
 def test_cpu_seconds_are_the_containers(sandbox, workdir):
     spin = run(sandbox, workdir, f"{SPIN}; times", wall_s=60)
     assert spin.ok and spin.cpu_measured, spin

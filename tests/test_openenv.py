@@ -8,6 +8,8 @@ hanging.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import random
 import re
@@ -46,7 +48,9 @@ if HAS_OPENENV:
         AnswerAction,
         MalformedObservation,
     )
-    from gyms.openenv.server import ATTACH_GRACE_S, MAX_PAYLOAD_BYTES
+    from websockets.exceptions import ConnectionClosed
+
+    from gyms.openenv.server import ATTACH_GRACE_S, MAX_PAYLOAD_BYTES, RESET_GRACE_S
 
 DEADLINE_S = 120.0
 
@@ -301,11 +305,26 @@ def test_a_vanished_client_has_its_verilog_episode_closed_and_work_directory_rem
         assert server.stop(signal.SIGTERM) == 0, "".join(server.log)
 
 
-def create_session_over_http(url: str) -> str:
+def create_over_http(url: str, source: str = "127.0.0.1") -> dict:
+    """POST /mcp openenv/session/create from loopback address `source` (any of 127.0.0.0/8 is this
+    machine: a second address is a second client to the server); the JSON-RPC reply."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30, source_address=(source, 0))
+    try:
+        conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
+                     {"Content-Type": "application/json"})  # fmt: skip
+        reply = conn.getresponse()
+        assert reply.status == 200, reply.read()
+        return json.loads(reply.read())
+    finally:
+        conn.close()
+
+
+def create_session_over_http(url: str, source: str = "127.0.0.1") -> str:
     """A session made by POST /mcp (openenv/session/create), no connection holding it."""
-    reply = requests.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}, timeout=30)
-    assert reply.status_code == 200, reply.text
-    return reply.json()["result"]["session_id"]
+    reply = create_over_http(url, source)
+    assert "result" in reply, reply
+    return reply["result"]["session_id"]
 
 
 def served_a_session(url: str) -> bool:
@@ -323,7 +342,8 @@ def test_sessions_made_over_http_give_their_places_back_after_the_grace():
     try:
         task = make("math").tasks()[0]
         made = time.monotonic()
-        held, unheld = create_session_over_http(server.url), create_session_over_http(server.url)
+        # Two clients (one session made over HTTP each: a client's budget with 2 places is 1).
+        held, unheld = create_session_over_http(server.url), create_session_over_http(server.url, "127.0.0.2")
         with connect(f"{server.url.replace('http://', 'ws://')}/ws?session_id={held}") as attached:
             attached.send(json.dumps({"type": "reset", "data": {"task_id": task.id}}))
             assert json.loads(attached.recv())["type"] == "observation"
@@ -337,6 +357,68 @@ def test_sessions_made_over_http_give_their_places_back_after_the_grace():
         detached = requests.post(f"{server.url}/mcp", timeout=30, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list",
                                                                          "params": {"session_id": unheld}})  # fmt: skip
         assert f"Unknown session_id: {unheld}" in detached.json()["error"]["message"]
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    assert "Traceback" not in "".join(server.log)
+
+
+def closed_by_the_server(ws) -> tuple[list[dict], int | None]:  # type: ignore[no-untyped-def]
+    """What the server sent on `ws` until it closed it, and its close code (waits for the close)."""
+    frames = []
+    try:
+        while True:
+            frames.append(json.loads(ws.recv(timeout=RESET_GRACE_S + 30)))
+    except ConnectionClosed:
+        return frames, ws.close_code
+
+
+def test_websockets_that_send_nothing_hold_no_place_and_are_closed():
+    """Today's spam: as many WebSockets as places, connected and silent. They hold no place (a
+    session is made at a connection's first message), so a client is served every time; and each
+    is closed RESET_GRACE_S after it connected. One that sent a message but no reset holds a
+    place until then, and gives it back when closed."""
+    server = Server("math", "--gym-workers", "1", "--max-sessions", "2")
+    ws_url = f"{server.url.replace('http://', 'ws://')}/ws"
+    with contextlib.ExitStack() as held:
+        held.callback(lambda: server.stop() == 0 or pytest.fail("".join(server.log)))
+        silent = [held.enter_context(connect(ws_url)) for _ in range(4)]
+        connected = time.monotonic()
+        for _ in range(5):
+            assert served_a_session(server.url), "a silent WebSocket kept a client out"
+        # A connection that asks for its state (a session is made) but never resets.
+        stalling = held.enter_context(connect(ws_url))
+        stalling.send(json.dumps({"type": "state"}))
+        assert json.loads(stalling.recv(timeout=30))["type"] == "state"
+        stalled = time.monotonic()
+        for ws in silent:
+            frames, code = closed_by_the_server(ws)
+            assert code == 1008 and "no reset within" in frames[-1]["data"]["message"], (code, frames)
+        assert time.monotonic() - connected >= RESET_GRACE_S  # closed at the grace, not before
+        assert served_a_session(server.url)  # the stalling one holds one place, one is left
+        frames, code = closed_by_the_server(stalling)
+        assert code == 1008 and time.monotonic() - stalled >= RESET_GRACE_S - 1, (code, frames)
+        # Its place is back: two clients at once get a session each.
+        with GymClient(base_url=server.url).sync() as one, GymClient(base_url=server.url).sync() as two:
+            assert one.reset().observation.prompt and two.reset().observation.prompt
+    assert "Traceback" not in "".join(server.log)
+
+
+def test_one_client_re_creating_sessions_over_http_cannot_keep_another_out():
+    """Today's other spam: one client making sessions over HTTP (POST /mcp) as fast as it can,
+    never attaching them. It holds its budget (1 of 2 places here), no more: a client at another
+    address is served every time, and the spammer is told why it is refused."""
+    server = Server("math", "--gym-workers", "1", "--max-sessions", "2")
+    try:
+        assert "result" in create_over_http(server.url, "127.0.0.2")
+        for _ in range(8):
+            refused = create_over_http(server.url, "127.0.0.2")
+            assert "budget" in refused["error"]["message"] and "127.0.0.2" in refused["error"]["message"], refused
+            assert served_a_session(server.url), "a client re-creating sessions over HTTP kept another out"
+        # Attached, its session no longer counts against its budget: it may make another.
+        with connect(f"{server.url.replace('http://', 'ws://')}/ws?session_id={create_session_over_http(server.url)}"):
+            pass
+        spare = create_over_http(server.url, "127.0.0.3")  # another client: its own budget
+        assert "result" in spare or "capacity" in spare["error"]["message"], spare
     finally:
         assert server.stop() == 0, "".join(server.log)
     assert "Traceback" not in "".join(server.log)

@@ -12,7 +12,10 @@ work directory. OpenEnv's HTTP `/reset` and `/step` make a new environment per r
 a step names its task (`task_id`) and is a one-turn episode.
 
 Sessions are bounded (`max_sessions`): one over the bound is refused at once with OpenEnv's
-`CAPACITY_REACHED` error. Steps of all sessions share the pool's workers in arrival order.
+`CAPACITY_REACHED` error. No client holds a place by doing nothing: a WebSocket's session is made
+at its first message, and a WebSocket without a reset `RESET_GRACE_S` after it connected is
+closed; a client's sessions made over HTTP and not attached are bounded per peer address
+(`http_sessions_per_client`). Steps of all sessions share the pool's workers in arrival order.
 Request bodies are checked strictly before OpenEnv reads them, so that bad input is a one-line
 4xx, never a 500 (docs/openenv.md has the table).
 """
@@ -32,6 +35,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 from openenv.core.env_server.types import (
     ConcurrencyConfig,
@@ -66,6 +70,15 @@ MAX_PAYLOAD_BYTES = 6 * MAX_ANSWER_CHARS + 64 * 1024
 # it is closed this long after it was made unless a WebSocket attached it by then. Enough for
 # a client to attach at once (OpenEnv's own client does), too short to crowd out others.
 ATTACH_GRACE_S = 5.0
+# A WebSocket that has not sent its reset (on /mcp, which has none: any message) this long after
+# it connected is closed, and its session with it: a client that connects resets at once, and a
+# connection that sends nothing holds no place meanwhile (its session is made at its first
+# message), so idle connections never keep a working client out.
+RESET_GRACE_S = 10.0
+# Sessions made over HTTP that no WebSocket attached yet, per client (peer address): at most this
+# share of --max-sessions (and at least 1), so that one client re-creating them cannot hold the
+# places of the others.
+HTTP_SESSIONS_SHARE = 4
 _RESET_ARGUMENTS = "task_id (a task's id), seed (an integer, 0 or more) and episode_id (a string)"
 _SHOWN_PROBLEMS = 5  # a request with more bad fields than this names these and counts the rest
 
@@ -261,6 +274,13 @@ def _json_safe(info: Mapping[str, Any]) -> dict[str, Any]:
 
 # True while serving a WebSocket connection: a session made there is held by it.
 _IN_WEBSOCKET: ContextVar[bool] = ContextVar("in_websocket", default=False)
+# The peer address of the HTTP request being served (a session made there counts against it).
+_PEER: ContextVar[str] = ContextVar("peer", default="")
+
+
+def http_sessions_per_client(max_sessions: int) -> int:
+    """How many sessions made over HTTP and not yet attached one client may hold at once."""
+    return max(1, max_sessions // HTTP_SESSIONS_SHARE)
 
 
 class ConnectionBoundServer(HTTPEnvServer):
@@ -273,14 +293,47 @@ class ConnectionBoundServer(HTTPEnvServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._expiries: set[asyncio.Task[None]] = set()  # held: the event loop keeps only weak references
+        self._unattached: dict[str, int] = {}  # peer address -> its HTTP-made sessions not attached yet
+        self._made_by: dict[str, str] = {}  # such a session -> the peer that made it
 
     async def _create_session(self) -> tuple[str, Environment]:
-        session_id, env = await super()._create_session()
-        if not _IN_WEBSOCKET.get():
-            expiry = asyncio.create_task(self._expire_unless_attached(session_id))
-            self._expiries.add(expiry)
-            expiry.add_done_callback(self._expiries.discard)
+        if _IN_WEBSOCKET.get():
+            return await super()._create_session()
+        peer, budget = _PEER.get(), http_sessions_per_client(self._max_concurrent_envs)
+        held = self._unattached.get(peer, 0)
+        if held >= budget:
+            raise SessionCapacityError(len(self._sessions), self._max_concurrent_envs, message=(
+                f"client {peer[:64]} already holds {held} session(s) made over HTTP that no WebSocket attached, "
+                f"its budget (a {HTTP_SESSIONS_SHARE}th of the server's {self._max_concurrent_envs}, at least 1): "
+                "attach one (/ws?session_id=ID) or close it (openenv/session/close) first"))  # fmt: skip
+        self._unattached[peer] = held + 1  # counted before the await: a concurrent create sees it
+        try:
+            session_id, env = await super()._create_session()
+        except BaseException:
+            self._release_peer(peer)
+            raise
+        self._made_by[session_id] = peer
+        expiry = asyncio.create_task(self._expire_unless_attached(session_id))
+        self._expiries.add(expiry)
+        expiry.add_done_callback(self._expiries.discard)
         return session_id, env
+
+    def _release_peer(self, peer: str) -> None:
+        left = self._unattached.get(peer, 0) - 1
+        if left > 0:
+            self._unattached[peer] = left
+        else:
+            self._unattached.pop(peer, None)
+
+    def _attached_or_gone(self, session_id: str) -> None:
+        """An HTTP-made session no longer counts against its client: attached, or closed."""
+        peer = self._made_by.pop(session_id, None)
+        if peer is not None:
+            self._release_peer(peer)
+
+    async def _destroy_session(self, session_id: str) -> None:
+        self._attached_or_gone(session_id)
+        await super()._destroy_session(session_id)
 
     async def _expire_unless_attached(self, session_id: str) -> None:
         await asyncio.sleep(ATTACH_GRACE_S)
@@ -299,11 +352,16 @@ class ConnectionBoundServer(HTTPEnvServer):
         session at the end of its connection only when a close is pending: one is, from now."""
         if session_id in self._sessions:
             self._session_pending_closes.add(session_id)
+        self._attached_or_gone(session_id)
 
 
 class _BindWebSockets:
     """ASGI middleware: marks what runs for a WebSocket connection (a session made there is its
-    own), binds a session it attaches to it, and refuses to attach a session that is not open."""
+    own), binds a session it attaches to it, and refuses to attach a session that is not open.
+    It accepts a connection itself and starts OpenEnv's handler, which makes the session, only at
+    the connection's first message; a connection without a reset `RESET_GRACE_S` after it
+    connected is closed (1008), its session with it. An HTTP request runs with its peer address
+    known (`_PEER`: sessions made over HTTP count per client)."""
 
     def __init__(self, app: ASGIApp, server: ConnectionBoundServer) -> None:
         self.app = app
@@ -311,7 +369,11 @@ class _BindWebSockets:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
+            token = _PEER.set((scope.get("client") or ("unknown",))[0])
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _PEER.reset(token)
             return
         attach = QueryParams(scope["query_string"]).get("session_id")
         if attach and not self.server.is_open(attach):
@@ -321,11 +383,88 @@ class _BindWebSockets:
             return
         if attach:
             self.server.end_with_connection(attach)
+        guarded = _ResetDeadline(receive, send, needs_reset=scope["path"] != "/mcp")
+        if not await guarded.first_message():
+            return  # left, or closed for sending nothing: no session was made
         token = _IN_WEBSOCKET.set(True)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, guarded.receive, guarded.send)
         finally:
             _IN_WEBSOCKET.reset(token)
+
+
+class _ResetDeadline:
+    """One WebSocket connection, accepted here: its first message is awaited before OpenEnv's
+    handler runs, and until a reset comes (`needs_reset`; else any message), every wait for a
+    message ends at `RESET_GRACE_S` after the connection, with an error frame and a close."""
+
+    def __init__(self, receive: Receive, send: Send, needs_reset: bool) -> None:
+        self._receive, self._send = receive, send
+        self._pending: list[Any] = []  # replayed to OpenEnv's handler: connect, then the first message
+        self._reset_seen = not needs_reset
+        self._closed = False
+        self._deadline = 0.0
+
+    async def first_message(self) -> bool:
+        connect = await self._receive()
+        if connect["type"] != "websocket.connect":
+            return False
+        await self._send({"type": "websocket.accept"})
+        self._deadline = asyncio.get_running_loop().time() + RESET_GRACE_S
+        first = await self._until_deadline()
+        if first is None or first["type"] != "websocket.receive":
+            return False
+        self._note(first)
+        self._pending = [first, connect]
+        return True
+
+    async def receive(self) -> Any:
+        if self._pending:
+            return self._pending.pop()
+        if self._reset_seen:
+            return await self._receive()
+        message = await self._until_deadline()
+        if message is None:  # OpenEnv's handler ends as for a client that left, closing the session
+            return {"type": "websocket.disconnect", "code": 1008}
+        self._note(message)
+        return message
+
+    async def send(self, message: Any) -> None:
+        if message["type"] == "websocket.accept" or self._closed:
+            return  # accepted here already; or closed here, where the handler's last words go nowhere
+        await self._send(message)
+
+    def _note(self, message: Any) -> None:
+        if not self._reset_seen and message["type"] == "websocket.receive":
+            self._reset_seen = _is_reset(message.get("text"))
+
+    async def _until_deadline(self) -> Any:
+        """The next message, or None once the deadline passed (the connection is then closed)."""
+        remaining = self._deadline - asyncio.get_running_loop().time()
+        try:
+            if remaining > 0:
+                return await asyncio.wait_for(self._receive(), remaining)
+        except asyncio.TimeoutError:
+            pass
+        what = "reset" if not self._reset_seen else "message"
+        error = WSErrorResponse(data={"message": f"no {what} within {RESET_GRACE_S:g} s of connecting: this connection is "
+                                      "closed and its place freed; connect when ready to reset at once",
+                                      "code": WSErrorCode.SESSION_ERROR})  # fmt: skip
+        self._closed = True
+        await self._send({"type": "websocket.send", "text": error.model_dump_json()})
+        await self._send({"type": "websocket.close", "code": 1008, "reason": f"no {what} within {RESET_GRACE_S:g} s"})
+        return None
+
+
+def _is_reset(text: str | None) -> bool:
+    """Whether a WebSocket message is OpenEnv's reset (anything else, unreadable included, is not)."""
+    if not text or '"reset"' not in text:  # cheap: most messages before a reset are one
+        return False
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("type") == "reset"
 
 
 async def _refuse_websocket(receive: Receive, send: Send, message: str) -> None:
