@@ -12,6 +12,7 @@
 #   scripts/publish-results.sh verilog-light-cost-aware   # light verilog with --schedule cost-aware
 #   scripts/publish-results.sh learning        # learning beside speed: the tiny policy on the math gym
 #   scripts/publish-results.sh learning-mix    # what each schedule lets the tiny policy learn from (two runs)
+#   scripts/publish-results.sh attacks         # each built-in gym's attack suites: the reward-integrity table
 #
 # Each run is `harness benchmark` with three ABBA repeats (REPEATS, at least 3) and the instant-gym control: the light
 # (core) suites on the benchmark's defaults (10 steps of 4 x 4, colocated h100-qwen3-4b stages,
@@ -73,5 +74,11 @@ mix=(--gym math -o source=addition -o max_turns=3 -o emulated_check_s=add/2+:1
 for schedule in fifo cost-aware; do
     wanted learning-mix "learning-mix-$schedule" && "$harness" benchmark --results results --repeats "$repeats" \
         "${mix[@]}" --schedule "$schedule"
+done
+# Reward integrity (docs/writing-a-gym.md, attacks): each built-in gym's declared attack suites through a real
+# pool, the figure written to results/attacks/ with the commit (minutes each; lean's checker starts once).
+for gym in math modelica verilog lean; do
+    # exit 1 is a figure with escapes, written and published like any other; 2 is a failure to measure
+    wanted attacks "attacks-$gym" && { "$harness" gyms attack "$gym" --results results || (( $? == 1 )); }
 done
 "$harness" leaderboard --results results --readme README.md
