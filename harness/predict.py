@@ -33,7 +33,8 @@ from harness.rundir import load_summary
 from harness.sim.distribution import Distribution
 from harness.sim.pipeline import SimConfig
 from harness.sim.queue import DISPATCH_S
-from harness.sim.stages import Stages, from_profile, from_run
+from harness.sim import stages as sim_stages
+from harness.sim.stages import Stages, from_profile
 from harness.simulate import config_of, simulate_modes
 from harness.summary import RunSummary
 from harness.target import Target
@@ -90,7 +91,7 @@ def _stages(run_dir: Path, summary: RunSummary) -> Stages:
         return from_profile(HardwareProfile(**summary.profile))
     from harness.rundir import load_run
 
-    measured = from_run(load_run(run_dir))
+    measured = sim_stages.from_run(load_run(run_dir))  # a real engine's own stage times
     return replace(measured, source=f"{measured.source}: this machine's stage times, not the target's accelerators'")
 
 

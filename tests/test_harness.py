@@ -53,9 +53,13 @@ def test_benchmark_writes_a_complete_run_record(tmp_path):
     assert (run_dir / "buffer.csv").read_text().startswith("mode,time,depth")
     # the prediction for the default target node, from the planner and the simulator (tests/test_predict.py)
     predicted = summary["predicted"]
-    assert predicted["target"] == {"accelerators_per_node": 8, "cores_per_node": 192, "nodes": 1}
-    assert predicted["placement"] == "colocated" and 1 <= predicted["plan"]["workers_per_node"] <= 192
-    assert predicted["here"]["speedup"]["measured"] == summary["comparison"]["speedup"]
+    cluster = predicted["inputs"]["cluster"]
+    assert (cluster["accelerators_per_node"], cluster["cores_per_node"], cluster["nodes"]) == (8, 192, 1)
+    assert cluster["placement"] == "colocated" and 1 <= predicted["plan"]["workers_per_node"] <= 192
+    assert predicted["trust"]["replay"]["speedup"]["measured"] == summary["comparison"]["speedup"]
+    # two measured steps are no speedup: the prediction says not to trust it, and why
+    assert predicted["trust"]["verdict"] == "do not trust"
+    assert "the run measured 2 step(s), fewer than 3" in predicted["trust"]["misses"]
     assert "Predicted for the target cluster" in (run_dir / "report.html").read_text()
 
 

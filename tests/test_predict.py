@@ -159,3 +159,13 @@ def test_a_run_of_one_repeat_has_no_interval_and_is_judged_by_the_tolerances(tmp
     assert load_summary(copy).intervals["speedup"]["low"] is None
     trust = predict.answer(predict.from_run(copy, Target(2, 8), replicates=2)).block["trust"]
     assert trust["verdict"] in ("trusted", "do not trust") and "speedup" in trust["replay"]
+
+
+def test_a_run_of_a_real_engine_predicts_from_its_own_stage_times():
+    """The tiny policy's run (a real torch engine, nothing emulated): its stages are its own spans,
+    and the block says they are this machine's, not the target's accelerators'."""
+    run = RUNS / "20261206T050849Z-math"
+    assert load_summary(run).emulated is False
+    block = predict.answer(predict.from_run(run, Target(2, 8), replicates=2)).block
+    assert "this machine's stage times, not the target's accelerators'" in block["inputs"]["stages"]
+    assert block["figures"]["speedup"]["mean"] > 0

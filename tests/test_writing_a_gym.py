@@ -46,3 +46,13 @@ def test_the_recipes_answer_key_is_masked(recipe) -> None:  # type: ignore[no-un
     with GymPool(1, step_timeout_s=30, answer_keys=recipe.ExpressionGym().answer_keys()) as pool:
         shown = pool.step(ReadEpisode(Task("read", "")), str(key)).result
     assert shown.outcome is Outcome.PASS and shown.info["shown"] == {str(key): ""}
+
+
+def test_the_recipes_attack_suite_holds(recipe) -> None:  # type: ignore[no-untyped-def]
+    """The recipe's declared attacks, as `harness gyms attack` runs them: all contained, controls intact."""
+    from gyms.attacks import CONTAINED, run_gym
+
+    gym = recipe.ExpressionGym()
+    (report,) = run_gym(gym)
+    assert [f.verdict for f in report.findings] == [CONTAINED, CONTAINED], report.findings
+    assert report.controls == ()
