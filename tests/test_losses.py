@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from gyms import Task
+from trainer.advantages import group_advantages
 from trainer.losses import (
     aggregate,
     clip_binds,
     clip_stats,
-    group_advantages,
     grpo_loss,
     kl_k3,
     ppo_clip,
@@ -26,11 +26,25 @@ from trainer.types import Group, Request, Trajectory, Turn
 
 def test_group_advantages():
     # rewards 1, 0, 0, 1: mean 0.5, population std 0.5
-    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0]), eps=0.0)
-    assert adv.tolist() == [1.0, -1.0, -1.0, 1.0]
+    assert group_advantages([1.0, 0.0, 0.0, 1.0], eps=0.0) == [1.0, -1.0, -1.0, 1.0]
     # equal rewards carry no signal, exactly: the float mean of eight 0.3s misses 0.3 by an ulp,
     # which (r - mean) / (0 + eps) would blow up to 0.03
-    assert group_advantages(torch.tensor([0.3] * 8)).tolist() == [0.0] * 8
+    assert group_advantages([0.3] * 8) == [0.0] * 8
+    # the same as torch's population formula, in float64
+    rewards = [0.25, 1.0, 0.0, 0.5, 0.75]
+    as_tensor = torch.tensor(rewards, dtype=torch.float64)
+    expected = (as_tensor - as_tensor.mean()) / (as_tensor.std(unbiased=False) + 1e-6)
+    assert group_advantages(rewards) == pytest.approx(expected.tolist(), abs=1e-12)
+
+
+def test_the_simulator_and_the_planner_import_without_torch():
+    """They run the rollout's rules (its task sampler, the group advantages) on a machine without torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, harness.predict, harness.plan, harness.sim.pipeline; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
 
 
 def test_ppo_clip_takes_the_pessimistic_side():

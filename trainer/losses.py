@@ -28,14 +28,6 @@ from __future__ import annotations
 import torch
 
 
-def group_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """GRPO advantages of one group: (r - mean) / (std + eps), population std."""
-    if bool((rewards == rewards[0]).all()):
-        # no signal, and exactly zero: the float mean of equal rewards may miss them by an ulp
-        return torch.zeros_like(rewards)
-    return (rewards - rewards.mean()) / (rewards.std(unbiased=False) + eps)
-
-
 def ppo_clip(ratio: torch.Tensor, advantages: torch.Tensor, clip_eps: float) -> torch.Tensor:
     """Per-token PPO-clip surrogate to *maximise*: min(r A, clip(r, 1-e, 1+e) A)."""
     adv = advantages.unsqueeze(-1)

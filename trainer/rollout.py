@@ -31,12 +31,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import torch
 
 from gyms import Episode, Gym, Outcome, Task
 from gyms.steps import StepCall
 from trainer.buffer import ReadyBuffer, Stopped
-from trainer.losses import group_advantages
+from trainer.advantages import group_advantages
 from trainer.policies.base import Policy
 from trainer.rules.context import feedback_tokens
 from trainer.rules.cost import CostBook
@@ -166,8 +165,8 @@ class Rollout:
         self.costs.observe(task.id, trajs)
         trainable = [t for t in trajs if t.outcome is not Outcome.ERROR]
         errored = [t for t in trajs if t.outcome is Outcome.ERROR]
-        rewards = torch.tensor([t.reward for t in trainable], dtype=torch.float32)
-        advantages = group_advantages(rewards).tolist() if len(trainable) > 1 else [0.0] * len(trainable)
+        rewards = [t.reward for t in trainable]
+        advantages = group_advantages(rewards) if len(trainable) > 1 else [0.0] * len(trainable)
         return Group(group_id, task.id, version, trainable, advantages, errored)
 
     def _episode(self, task: Task, traj: Trajectory) -> None:
