@@ -19,7 +19,7 @@ every attack is contained and that the controls still hold after them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gyms.base import GYM_EXCEPTION, Gym, Outcome, Task
@@ -103,12 +103,16 @@ def run_suite(gym: Gym, suite: AttackSuite, pool: object, after_each: object = N
     return SuiteReport(suite.name, tuple(findings), tuple(broken))
 
 
-def run_gym(gym: Gym, suites: Sequence[AttackSuite] | None = None) -> list[SuiteReport]:
-    """Every suite the gym declares (or `suites`), each in a pool of one worker of its own."""
+def run_gym(gym: Gym, suites: Sequence[AttackSuite] | None = None,
+            on_suite: Callable[[AttackSuite], None] | None = None) -> list[SuiteReport]:  # fmt: skip
+    """Every suite the gym declares (or `suites`), each in a pool of one worker of its own;
+    `on_suite` hears of each as it starts (a suite takes minutes on a slow checker)."""
     from gyms.pool import GymPool
 
     reports = []
     for suite in gym.attack_suites() if suites is None else suites:
+        if on_suite is not None:
+            on_suite(suite)
         with GymPool(1, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
             reports.append(run_suite(gym, suite, pool))
     return reports

@@ -21,7 +21,7 @@ from typing import Any
 
 from gyms import Gym, make
 from gyms.registry import UnknownGymError, registered
-from harness.outputs import lookup_roots, naming, without_paths, write_text
+from harness.outputs import gym_file_name, lookup_roots, naming, without_paths, write_text
 from harness.rundir import Run, load_run, load_summary, trajectory_rows
 from harness.summary import RunSummary
 from harness.sim.distribution import Distribution
@@ -293,8 +293,7 @@ def options_text(options: dict[str, str] | None) -> str:
 
 def profile_path(results_root: Path, gym: str, options: dict[str, str]) -> Path:
     """Where `harness gyms profile` writes a gym's card by default: one file per gym and options."""
-    suffix = "".join(f"-{k}={v}" for k, v in sorted(options.items()))
-    return results_root / CARDS / f"{gym}{suffix}.json".replace("/", "_")
+    return results_root / CARDS / gym_file_name(gym, options)
 
 
 def find_card(gym: str, results_root: Path, card: Path | None = None,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gyms.attacks import CONTAINED, DEFECT, ERROR, ESCAPE, SuiteReport
-from harness.outputs import naming, write_text
+from harness.outputs import gym_file_name, naming, write_text
 
 ATTACKS = Path("attacks")  # under the results root
 
@@ -30,6 +30,11 @@ class Hackability:
     errors: int
     defects: int
     suites: list[dict[str, Any]]  # per suite: its counts, the findings that were not contained, its controls
+
+    @property
+    def held(self) -> bool:
+        """Every attack contained, and every control intact after them."""
+        return not (self.escapes or self.errors or self.defects or any(s["controls_broken"] for s in self.suites))
 
     @property
     def clean(self) -> bool:
@@ -50,8 +55,7 @@ def of(gym: str, options: dict[str, str], git: dict[str, Any], reports: list[Sui
 
 
 def path_of(root: Path, h: Hackability) -> Path:
-    suffix = "".join(f"-{k}={v}" for k, v in sorted(h.options.items()))
-    return root / ATTACKS / f"{h.gym}{suffix}.json".replace("/", "_")
+    return root / ATTACKS / gym_file_name(h.gym, h.options)
 
 
 def save(root: Path, h: Hackability) -> Path:

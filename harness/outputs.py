@@ -29,6 +29,12 @@ def lookup_roots(results_root: Path) -> list[Path]:
     return [results_root] if same or not PUBLISHED.is_dir() else [results_root, PUBLISHED]
 
 
+def gym_file_name(gym: str, options: dict[str, str]) -> str:
+    """One JSON file per gym and its options (a card, an attack figure): NAME-KEY=VALUE....json."""
+    suffix = "".join(f"-{k}={v}" for k, v in sorted(options.items()))
+    return f"{gym}{suffix}.json".replace("/", "_")
+
+
 MB = 2**20
 RUN_NEEDS_BYTES = 32 * MB  # a run record with its report and figures, with room to spare
 

@@ -185,8 +185,7 @@ def gyms_attack(
 
     Example: harness gyms attack math
     """
-    from gyms.attacks import run_suite
-    from gyms.pool import GymPool
+    from gyms.attacks import run_gym
     from harness import hackability
     from harness.record import git_commit
 
@@ -196,13 +195,9 @@ def gyms_attack(
     if not suites:
         raise ValueError(f"gym {gym.name} declares no attack suites (Gym.attack_suites): docs/writing-a-gym.md "
                          "says how to add them")  # fmt: skip
-    reports = []
-    for suite in suites:
-        if not as_json:
-            err.print(f"suite {suite.name}: {len(suite.attacks)} attacks on {suite.task.id}", highlight=False)
-        with GymPool(1, step_timeout_s=gym.step_timeout_s, answer_keys=gym.answer_keys()) as pool:
-            reports.append(run_suite(gym, suite, pool))
-    figure = hackability.of(gym.name, options, git_commit(), reports)
+    say = None if as_json else lambda suite: err.print(f"suite {suite.name}: {len(suite.attacks)} attacks on "
+                                                       f"{suite.task.id}", highlight=False)  # fmt: skip
+    figure = hackability.of(gym.name, options, git_commit(), run_gym(gym, suites, say))
     written = hackability.save(results, figure) if results is not None else None
     if as_json:
         print(json.dumps({**asdict(figure), "written": str(written) if written else None}, indent=2, sort_keys=True))
@@ -213,12 +208,10 @@ def gyms_attack(
                               f"{escape(finding['detail'])}", soft_wrap=True)  # fmt: skip
             for broken in suite["controls_broken"]:
                 console.print(f"  [red]control[/] {escape(suite['suite'])}: {escape(broken)}", soft_wrap=True)
-        held = not (figure.escapes or figure.errors or figure.defects or any(s["controls_broken"] for s in figure.suites))
-        console.print(f"{'[green]HELD[/]' if held else '[red]BROKEN[/]'} {escape(figure.line())}")
+        console.print(f"{'[green]HELD[/]' if figure.held else '[red]BROKEN[/]'} {escape(figure.line())}")
         if written is not None:
             console.print(f"written: {written}")
-    bad = figure.escapes or figure.errors or figure.defects or any(s["controls_broken"] for s in figure.suites)
-    raise typer.Exit(1 if bad else 0)
+    raise typer.Exit(0 if figure.held else 1)
 
 
 @gyms_app.command("profile")
